@@ -1,0 +1,40 @@
+#include <cstdio>
+
+#include "apps/moebench/commands.hpp"
+#include "common/errors.hpp"
+#include "reports/environment.hpp"
+#include "reports/table.hpp"
+
+namespace moe::cli {
+
+namespace {
+// Flattens nested objects to dotted keys for the table view.
+void flatten(const nlohmann::json& j, const std::string& prefix,
+             std::vector<std::vector<std::string>>& rows) {
+  for (const auto& [k, v] : j.items()) {
+    const std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (v.is_object())
+      flatten(v, key, rows);
+    else
+      rows.push_back({key, v.is_string() ? v.get<std::string>() : v.dump()});
+  }
+}
+}  // namespace
+
+int env_command(int device, const std::string& format) {
+  if (format != "table" && format != "json")
+    throw UsageError("--format '" + format + "' is not valid for env; valid: table, json");
+  if (device < 0) throw UsageError("--device " + std::to_string(device) + " must be >= 0");
+  nlohmann::json j{{"tool", report::tool_info()},
+                   {"environment", report::capture_environment(device)}};
+  if (format == "json") {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::vector<std::vector<std::string>> rows{{"field", "value"}};
+    flatten(j, "", rows);
+    std::printf("%s", report::format_columns(rows).c_str());
+  }
+  return 0;
+}
+
+}  // namespace moe::cli

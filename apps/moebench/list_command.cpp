@@ -1,0 +1,49 @@
+#include <cstdio>
+
+#include "apps/moebench/commands.hpp"
+#include "common/errors.hpp"
+#include "engine/fault_injection.hpp"
+#include "probes/probe.hpp"
+#include "reports/table.hpp"
+
+namespace moe::cli {
+
+std::string fixtures_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("MOEBENCH_FIXTURES")) return env;
+  return MOEBENCH_FIXTURES_DIR;
+}
+
+int list_command(const std::string& what, const std::string& fixtures) {
+  const bool all = what.empty();
+  if (!all && what != "probes" && what != "shapes" && what != "mutations")
+    throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations");
+  if (all || what == "probes") {
+    std::vector<std::vector<std::string>> rows{{"probe", "default", "description"}};
+    for (const ProbeInfo& p : all_probes())
+      rows.push_back({std::string(p.name), p.in_default_suite ? "yes" : "no",
+                      std::string(p.description)});
+    std::printf("%s", report::format_columns(rows).c_str());
+  }
+  if (all || what == "shapes") {
+    if (all) std::printf("\n");
+    std::vector<std::vector<std::string>> rows{
+        {"shape", "hidden", "moe_inter", "experts", "top_k", "shared", "scoring", "description"}};
+    for (const Shape& s : load_shape_library(std::filesystem::path(fixtures_dir(fixtures)) / "shapes"))
+      rows.push_back({s.name, std::to_string(s.hidden), std::to_string(s.moe_inter),
+                      std::to_string(s.experts), std::to_string(s.top_k),
+                      std::to_string(s.shared_experts), std::string(kernels::to_string(s.scoring)),
+                      s.description});
+    std::printf("%s", report::format_columns(rows).c_str());
+  }
+  if (all || what == "mutations") {
+    if (all) std::printf("\n");
+    std::vector<std::vector<std::string>> rows{{"mutation", "caught by", "restores"}};
+    for (const MutationInfo& m : all_mutations())
+      rows.push_back({std::string(m.name), std::string(m.probe), std::string(m.description)});
+    std::printf("%s", report::format_columns(rows).c_str());
+  }
+  return 0;
+}
+
+}  // namespace moe::cli

@@ -1,0 +1,189 @@
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <set>
+
+#include "apps/moebench/commands.hpp"
+#include "common/cuda_check.hpp"
+#include "common/errors.hpp"
+#include "engine/device.hpp"
+#include "probes/probe.hpp"
+#include "reports/environment.hpp"
+#include "reports/report_writer.hpp"
+#include "reports/table.hpp"
+
+namespace moe::cli {
+
+namespace {
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+kernels::WeightFormat parse_weight_format(const std::string& s) {
+  if (s == "bf16") return kernels::WeightFormat::bf16;
+  if (s == "int4") return kernels::WeightFormat::int4;
+  throw UsageError("--weight-format '" + s + "' is not valid; valid: bf16, int4");
+}
+
+// Checks every input and resolves names to objects, before any device is touched.
+RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*>& probes) {
+  if (r.probes.empty()) {
+    for (const ProbeInfo& p : all_probes())
+      if (p.in_default_suite) probes.push_back(&p);
+  } else {
+    std::set<std::string> seen;
+    for (const std::string& name : r.probes) {
+      const ProbeInfo& p = probe_by_name(name);
+      if (seen.insert(name).second) probes.push_back(&p);
+    }
+  }
+  RunOptions o;
+  o.fixtures_dir = fixtures_dir(r.fixtures);
+  if (!r.shapes.empty()) {
+    const auto library = load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes");
+    for (const std::string& s : r.shapes) o.shapes.push_back(resolve_shape(s, library));
+    o.user_set_shapes = true;
+  }
+  for (int m : r.ms)
+    if (m < 1 || m > 65536)
+      throw UsageError("--m " + std::to_string(m) + " is out of range: 1..65536 tokens");
+  o.ms = r.ms;
+  o.user_set_ms = !r.ms.empty();
+  for (const std::string& f : r.weight_formats) o.formats.push_back(parse_weight_format(f));
+  for (const std::string& m : r.modes)
+    if (m != "eager" && m != "graph")
+      throw UsageError("--mode '" + m + "' is not valid; valid: eager, graph");
+  o.modes = r.modes;
+  if (r.l2 != "cold" && r.l2 != "hot")
+    throw UsageError("--l2 '" + r.l2 + "' is not valid; valid: cold, hot");
+  if (r.format != "table" && r.format != "json")
+    throw UsageError("--format '" + r.format + "' is not valid; valid: table, json");
+  if (r.warmup < 0 || r.warmup > 1000)
+    throw UsageError("--warmup " + std::to_string(r.warmup) + " is out of range: 0..1000");
+  if (r.device < 0) throw UsageError("--device " + std::to_string(r.device) + " must be >= 0");
+  if (r.output.empty()) throw UsageError("--output must name a file");
+  o.measure.l2 = r.l2 == "cold" ? measure::L2Mode::cold : measure::L2Mode::hot;
+  o.measure.kernel_timing = !r.no_kernel_timing;
+  o.measure.warmup = r.warmup;
+  o.measure.stopping.min_samples = r.min_samples;
+  o.measure.stopping.max_noise = r.max_noise_pct / 100.0;
+  o.measure.stopping.min_time_s = r.min_time_s;
+  o.measure.stopping.timeout_s = r.timeout_s;
+  o.measure.stopping.max_samples = r.max_samples;
+  o.measure.stopping.validate();
+  o.device = r.device;
+  o.seed = r.seed;
+  o.copy_bytes = r.copy_bytes;
+  if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
+  return o;
+}
+
+nlohmann::json options_json(const RunOptions& o) {
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const Shape& s : o.shapes) shapes.push_back(s.to_json());
+  std::vector<std::string> formats;
+  for (auto f : o.formats) formats.emplace_back(kernels::to_string(f));
+  return {{"shapes", shapes},
+          {"m", o.ms},
+          {"weight_formats", formats},
+          {"modes", o.modes},
+          {"l2", measure::to_string(o.measure.l2)},
+          {"kernel_timing", o.measure.kernel_timing},
+          {"warmup", o.measure.warmup},
+          {"min_samples", o.measure.stopping.min_samples},
+          {"max_noise", o.measure.stopping.max_noise},
+          {"min_time_s", o.measure.stopping.min_time_s},
+          {"timeout_s", o.measure.stopping.timeout_s},
+          {"max_samples", o.measure.stopping.max_samples},
+          {"device", o.device},
+          {"seed", o.seed},
+          {"copy_bytes", o.copy_bytes},
+          {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
+                                  : nlohmann::json(nullptr)}};
+}
+
+int exit_code_for(const report::Report& r) {
+  switch (r.overall()) {
+    case report::Verdict::pass:
+    case report::Verdict::inconclusive: return to_int(ExitCode::ok);
+    case report::Verdict::fail: return to_int(ExitCode::check_failed);
+    case report::Verdict::error: return to_int(ExitCode::probe_error);
+  }
+  return to_int(ExitCode::probe_error);
+}
+
+}  // namespace
+
+int run_command(const RunRequest& request) {
+  std::vector<const ProbeInfo*> probes;
+  const RunOptions options = resolve_run_options(request, probes);
+
+  report::Report report;
+  report.tool = report::tool_info();
+  report.invocation = {{"argv", request.argv}, {"started_at", now_iso8601()},
+                       {"complete", false}};
+  report.options = options_json(options);
+  const report::ReportWriter writer(request.output);
+
+  // The device is touched only now, after every input was accepted.
+  const Device device = Device::open(options.device);
+  report.environment = report::capture_environment(options.device);
+  writer.write(report);
+
+  std::optional<ScopedMutation> mutation;
+  if (options.mutation) mutation.emplace(*options.mutation);
+  DeviceAllocator allocator(DeviceAllocator::Mode::caching);
+  measure::Sampler sampler(device, allocator, options.measure);
+
+  bool context_poisoned = false;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const ProbeInfo& probe = *probes[i];
+    std::fprintf(stderr, "[%zu/%zu] %.*s\n", i + 1, probes.size(),
+                 static_cast<int>(probe.name.size()), probe.name.data());
+    ProbeState state(std::string(probe.name), options, device, allocator, sampler,
+                     [&](report::CaseResult c) {
+                       std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
+                                    c.key().c_str());
+                       report.cases.push_back(std::move(c));
+                       writer.write(report);  // nothing measured is lost if a later case dies
+                     });
+    if (context_poisoned) {
+      report::CaseResult c = state.new_case("run");
+      c.verdict = report::Verdict::error;
+      c.reason = "not run: an earlier probe left a sticky CUDA error in this process";
+      state.add_case(std::move(c));
+      continue;
+    }
+    try {
+      probe.run(state);
+    } catch (const std::exception& e) {
+      report::CaseResult c = state.new_case("run");
+      c.verdict = report::Verdict::error;
+      c.reason = e.what();
+      if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
+        c.evidence["cuda_error"] = cudaGetErrorName(ce->status());
+        context_poisoned = ce->sticky();
+      }
+      state.add_case(std::move(c));
+    }
+  }
+  report.invocation["finished_at"] = now_iso8601();
+  report.invocation["complete"] = true;
+  writer.write(report);
+
+  if (request.format == "json")
+    std::cout << nlohmann::json(report).dump(1) << '\n';
+  else
+    std::cout << report::render_table(report);
+  std::fprintf(stderr, "report: %s (%s)\n", request.output.c_str(),
+               report::to_string(report.overall()).c_str());
+  return exit_code_for(report);
+}
+
+}  // namespace moe::cli

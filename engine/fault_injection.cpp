@@ -1,0 +1,49 @@
+#include "engine/fault_injection.hpp"
+
+#include <array>
+#include <atomic>
+
+#include "common/errors.hpp"
+
+namespace moe {
+
+namespace {
+constexpr std::array<MutationInfo, 6> kMutations{{
+    {Mutation::static_resident_cache, "static-resident-cache",
+     "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
+    {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
+     "scratch pool frees and regrows without draining in-flight kernels", "scratch-regrow"},
+    {Mutation::drop_without_drain, "drop-without-drain",
+     "layer and engine destructors free device memory without draining", "drop-after-inflight"},
+    {Mutation::noop_timing_barrier, "noop-timing-barrier",
+     "the timing loop's barrier is the deferred no-op synchronize", "barrier"},
+    {Mutation::blocking_forward, "blocking-forward",
+     "forward blocks the host until the GPU finishes", "host-nonblocking"},
+    {Mutation::capture_growth, "capture-growth",
+     "scratch pool grows during graph capture instead of refusing", "capture-replay"},
+}};
+
+std::array<std::atomic<bool>, kMutations.size()> g_active{};
+}  // namespace
+
+std::span<const MutationInfo> all_mutations() { return kMutations; }
+
+const MutationInfo& info(Mutation m) { return kMutations[static_cast<std::size_t>(m)]; }
+
+Mutation mutation_from_name(std::string_view name) {
+  std::string valid;
+  for (const MutationInfo& m : kMutations) {
+    if (m.name == name) return m.id;
+    valid += (valid.empty() ? "" : ", ") + std::string(m.name);
+  }
+  throw UsageError("unknown mutation '" + std::string(name) + "'; valid: " + valid);
+}
+
+bool mutation_active(Mutation m) { return g_active[static_cast<std::size_t>(m)].load(); }
+
+ScopedMutation::ScopedMutation(Mutation m)
+    : m_(m), previous_(g_active[static_cast<std::size_t>(m)].exchange(true)) {}
+
+ScopedMutation::~ScopedMutation() { g_active[static_cast<std::size_t>(m_)].store(previous_); }
+
+}  // namespace moe

@@ -1,0 +1,48 @@
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace moe {
+
+// Named mutations, each restoring one historic bug (brief sections 2 and 4). Off by default.
+// They exist so each probe can prove it catches its bug; `moebench selftest` turns them on one
+// at a time. Each is read at exactly the place its bug lived.
+enum class Mutation {
+  static_resident_cache,       // ResidentSlot kept in a process-wide map keyed by weights address
+  scratch_free_without_drain,  // ScratchPool frees/regrows without draining first
+  drop_without_drain,          // MoeLayer/Engine destructors free without draining first
+  noop_timing_barrier,         // the timing loop's barrier is the deferred no-op synchronize
+  blocking_forward,            // forward drains the stream before returning
+  capture_growth,              // ScratchPool grows even while a graph is being captured
+};
+
+struct MutationInfo {
+  Mutation id;
+  std::string_view name;         // CLI name, kebab-case
+  std::string_view description;  // one line
+  std::string_view probe;        // the probe that must catch it
+};
+
+std::span<const MutationInfo> all_mutations();
+const MutationInfo& info(Mutation m);
+// Raises UsageError naming the valid mutations when `name` is unknown.
+Mutation mutation_from_name(std::string_view name);
+
+// Whether a mutation is active in this process now.
+bool mutation_active(Mutation m);
+
+// Activates a mutation for a scope (a probe run), restoring the previous state after.
+class ScopedMutation {
+ public:
+  explicit ScopedMutation(Mutation m);
+  ~ScopedMutation();
+  ScopedMutation(const ScopedMutation&) = delete;
+  ScopedMutation& operator=(const ScopedMutation&) = delete;
+
+ private:
+  Mutation m_;
+  bool previous_;
+};
+
+}  // namespace moe

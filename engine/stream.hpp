@@ -1,0 +1,35 @@
+#pragma once
+#include <cuda_runtime_api.h>
+
+namespace moe {
+
+// The engine's work queue. Two different operations, on purpose (brief 2.2):
+//  - synchronize(): the engine's optional, *deferred* barrier. Under the default policy it is a
+//    no-op, as it is in real engines; nothing that frees memory or times work may rely on it.
+//  - drain(): the real barrier. Always waits for everything enqueued and surfaces errors.
+class Stream {
+ public:
+  enum class SyncPolicy {
+    deferred,  // synchronize() returns at once (default, like the engines the probes model)
+    eager,     // synchronize() drains
+  };
+
+  explicit Stream(SyncPolicy policy = SyncPolicy::deferred);
+  ~Stream();  // drains, so no enqueued work outlives the handle
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  cudaStream_t handle() const { return stream_; }
+  SyncPolicy policy() const { return policy_; }
+
+  void synchronize();
+  void drain();
+  // True while a graph capture is recording this stream: a drain there would break the capture.
+  bool capturing() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  SyncPolicy policy_;
+};
+
+}  // namespace moe

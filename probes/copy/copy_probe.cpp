@@ -1,0 +1,139 @@
+// Probe `copy`: the memory ceilings every other figure is set against. Three cases over the
+// same buffers: the read ceiling (bytes read), cudaMemcpyAsync device to device and an SM copy
+// kernel (bytes read plus written). Brief section 5: on an H200 reading alone runs ~7% faster
+// than a copy, so the copy figures are reported beside the read ceiling, never instead of it.
+#include <future>
+
+#include "common/cuda_check.hpp"
+#include "kernels/bandwidth/bandwidth_kernels.hpp"
+#include "probes/copy/read_ceiling.hpp"
+
+namespace moe {
+
+namespace {
+
+constexpr std::uint32_t kPatternSeed = 0x5eed;
+
+double gbps(std::size_t bytes, const report::Measurement& m) {
+  return static_cast<double>(bytes) / (m.gpu_time().median * 1e-6) * 1e-9;
+}
+
+report::Metric metric(double v, const char* unit) { return report::Metric{v, unit}; }
+
+template <class T>
+T read_scalar(const DeviceBuffer& buffer) {
+  T value{};
+  MOE_CUDA_CHECK(cudaMemcpy(&value, buffer.data(), sizeof(T), cudaMemcpyDeviceToHost));
+  return value;
+}
+
+}  // namespace
+
+std::size_t stream_buffer_bytes(const Device& device, std::size_t requested, int buffers) {
+  constexpr std::size_t kDefault = std::size_t{4} << 30;
+  const std::size_t min_bytes = 8 * device.l2_bytes;
+  std::size_t bytes = requested ? requested : kDefault;
+  // Leave a quarter of free memory for everything else in the run.
+  const std::size_t budget = device.free_memory() / 4 * 3 / static_cast<std::size_t>(buffers);
+  if (!requested && bytes > budget) bytes = budget;
+  bytes = bytes / (std::size_t{1} << 20) * (std::size_t{1} << 20);  // whole MiB, 16-byte aligned
+  if (bytes < min_bytes || bytes > budget)
+    throw EnvironmentError("stream buffers need " + std::to_string(buffers) + " x " +
+                           std::to_string(std::max(bytes, min_bytes) >> 20) + " MiB, " +
+                           std::to_string(device.free_memory() >> 20) +
+                           " MiB of device memory is free");
+  return bytes;
+}
+
+ReadCeiling measure_read_ceiling(ProbeState& state, std::size_t bytes) {
+  Stream stream;
+  DeviceBuffer src = state.allocator().allocate(bytes);
+  DeviceBuffer xor_out = state.allocator().allocate(sizeof(std::uint32_t));
+  const std::size_t words = bytes / sizeof(std::uint32_t);
+  kernels::fill_pattern(src.as<std::uint32_t>(), words, kPatternSeed, stream.handle());
+  // The CPU reference runs on another thread while the GPU is timed.
+  auto expected = std::async(std::launch::async, kernels::pattern_xor_reference, words,
+                             kPatternSeed);
+  const auto launch = kernels::StreamLaunch::for_device(state.device().sm_count);
+  ReadCeiling rc;
+  rc.bytes = bytes;
+  rc.measurement = state.sampler().measure(stream, "copy/read", [&] {
+    kernels::read_stream(src.data(), bytes, xor_out.as<std::uint32_t>(), launch, stream.handle());
+  });
+  const std::uint32_t got = read_scalar<std::uint32_t>(xor_out);
+  const std::uint32_t want = expected.get();
+  rc.check = {"read_xor_matches_cpu", got == want,
+              "XOR of all words: GPU " + std::to_string(got) + ", CPU " + std::to_string(want)};
+  rc.gbps = gbps(bytes, rc.measurement);
+  return rc;
+}
+
+void run_copy_probe(ProbeState& state) {
+  const std::size_t bytes = stream_buffer_bytes(state.device(), state.options().copy_bytes, 2);
+  const double bytes_d = static_cast<double>(bytes);
+
+  // 1. Read ceiling.
+  ReadCeiling rc = measure_read_ceiling(state, bytes);
+  {
+    report::CaseResult c = state.new_case("read");
+    c.mode = "read";
+    c.measurements["main"] = rc.measurement;
+    c.metrics["bytes"] = metric(bytes_d, "B");
+    c.metrics["gbps"] = metric(rc.gbps, "GB/s");
+    c.metrics["read_ceiling_gbps"] = metric(rc.gbps, "GB/s");
+    c.checks.push_back(rc.check);
+    c.parameters = {{"bytes", bytes}};
+    c.reason = rc.check.passed ? "read ceiling measured" : "";
+    c.conclude_from_checks();
+    state.add_case(std::move(c));
+  }
+
+  // 2 and 3. Copies: bytes read plus bytes written.
+  Stream stream;
+  DeviceBuffer src = state.allocator().allocate(bytes);
+  DeviceBuffer dst = state.allocator().allocate(bytes);
+  DeviceBuffer mismatches = state.allocator().allocate(sizeof(unsigned long long));
+  const std::size_t words = bytes / sizeof(std::uint32_t);
+  kernels::fill_pattern(src.as<std::uint32_t>(), words, kPatternSeed, stream.handle());
+  const auto launch = kernels::StreamLaunch::for_device(state.device().sm_count);
+
+  struct CopyCase {
+    const char* name;
+    std::function<void()> enqueue;
+  };
+  const CopyCase cases[] = {
+      {"memcpy",
+       [&] {
+         MOE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice,
+                                        stream.handle()));
+       }},
+      {"copy-kernel",
+       [&] { kernels::copy_stream(dst.data(), src.data(), bytes, launch, stream.handle()); }},
+  };
+  for (const CopyCase& cc : cases) {
+    // Poison the destination so the check sees this copy's work, not the previous one's.
+    MOE_CUDA_CHECK(cudaMemsetAsync(dst.data(), 0xff, bytes, stream.handle()));
+    report::CaseResult c = state.new_case(cc.name);
+    c.mode = cc.name;
+    report::Measurement m = state.sampler().measure(stream, std::string("copy/") + cc.name,
+                                                    cc.enqueue);
+    kernels::count_mismatches(dst.as<std::uint32_t>(), src.as<std::uint32_t>(), words,
+                              mismatches.as<unsigned long long>(), stream.handle());
+    stream.drain();
+    const auto bad = read_scalar<unsigned long long>(mismatches);
+    c.checks.push_back({"copy_matches_source", bad == 0,
+                        std::to_string(bad) + " of " + std::to_string(words) +
+                            " words differ from the source"});
+    const double g = gbps(2 * bytes, m);
+    c.measurements["main"] = std::move(m);
+    c.metrics["bytes"] = metric(2 * bytes_d, "B");
+    c.metrics["gbps"] = metric(g, "GB/s");
+    c.metrics["pct_of_read_ceiling"] = metric(100.0 * g / rc.gbps, "%");
+    c.parameters = {{"bytes", bytes}};
+    c.reason = bad == 0 ? "bytes read + written over median GPU time" : "";
+    c.conclude_from_checks();
+    state.add_case(std::move(c));
+  }
+}
+
+}  // namespace moe

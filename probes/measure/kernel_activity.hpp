@@ -1,0 +1,38 @@
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace moe::measure {
+
+// Kernel time inside a measurement window from CUPTI activity records: the sum of the
+// durations of the kernels that ran, and how many, so launch gaps show as GPU-event time minus
+// kernel time. CUPTI's activity API is process-wide, so only one recorder may exist at a time.
+class KernelActivity {
+ public:
+  struct Window {
+    double kernel_time_us = 0;
+    std::size_t kernel_count = 0;
+  };
+
+  KernelActivity();   // raises moe::Error if CUPTI cannot be enabled (or one already exists)
+  ~KernelActivity();  // disables recording and drops buffered records
+  KernelActivity(const KernelActivity&) = delete;
+  KernelActivity& operator=(const KernelActivity&) = delete;
+
+  // Call with the stream drained: discards everything recorded so far (warm-up, L2 flush).
+  void begin_window();
+  // Call with the stream drained: forces CUPTI to hand over every record since begin_window.
+  Window end_window();
+
+ private:
+  friend struct CuptiCallbacks;
+  void consume(std::uint8_t* buffer, std::size_t valid_size);
+
+  std::mutex mutex_;
+  Window current_;
+  bool collecting_ = false;
+};
+
+}  // namespace moe::measure

@@ -1,0 +1,124 @@
+#include "probes/measure/sampler.hpp"
+
+#include <chrono>
+#include <set>
+#include <vector>
+
+#include "common/cuda_event.hpp"
+#include "common/gpu_clocks.hpp"
+#include "engine/fault_injection.hpp"
+#include "probes/measure/nvtx_range.hpp"
+
+namespace moe::measure {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  MOE_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));
+  return id;
+}
+
+// One sample whose GPU time may not be readable yet (only under the no-op barrier mutation).
+struct PendingSample {
+  CudaEvent start, stop;
+  double host_us = 0;
+  KernelActivity::Window kernels;
+  bool read = false;
+};
+}  // namespace
+
+Sampler::Sampler(const Device& device, DeviceAllocator& allocator, const MeasureOptions& options)
+    : options_(options), clocks_(std::make_unique<GpuClocks>(pci_bus_id(device.index))) {
+  options_.stopping.validate();
+  if (options_.l2 == L2Mode::cold) flusher_ = std::make_unique<L2Flusher>(device, allocator);
+  if (options_.kernel_timing) activity_ = std::make_unique<KernelActivity>();
+}
+
+Sampler::~Sampler() = default;
+
+void Sampler::barrier(Stream& stream) {
+  if (mutation_active(Mutation::noop_timing_barrier))
+    stream.synchronize();  // the historic bug: a deferred no-op
+  else
+    stream.drain();
+}
+
+report::Measurement Sampler::measure(Stream& stream, const std::string& label,
+                                     const std::function<void()>& enqueue) {
+  NvtxRange range(label);
+  report::Measurement m;
+  m.l2_mode = to_string(options_.l2);
+  m.kernel_timing = activity_ != nullptr;
+
+  for (int i = 0; i < options_.warmup; ++i) enqueue();
+  stream.drain();
+
+  std::vector<std::unique_ptr<PendingSample>> pending;
+  std::vector<double> gpu_s;  // samples whose events completed, for the stopping rule
+  std::set<std::string> reasons;
+  const auto began = Clock::now();
+
+  auto read_ready = [&](PendingSample& s) {
+    if (s.read || cudaEventQuery(s.stop.handle()) != cudaSuccess) {
+      (void)cudaGetLastError();  // cudaErrorNotReady is not an error here
+      return;
+    }
+    s.read = true;
+    gpu_s.push_back(s.stop.elapsed_ms_since(s.start) * 1e-3);
+  };
+
+  for (;;) {
+    if (flusher_) flusher_->flush(stream.handle());
+    barrier(stream);  // nothing from before (flush, last sample) may overlap the window
+    if (activity_) activity_->begin_window();
+    auto s = std::make_unique<PendingSample>();
+    {
+      NvtxRange sample_range(label + "/sample");
+      // The host clock brackets only the enqueue: this is the host enqueue time.
+      const auto t0 = Clock::now();
+      s->start.record(stream.handle());
+      enqueue();
+      s->stop.record(stream.handle());
+      s->host_us = micros(Clock::now() - t0);
+    }
+    barrier(stream);  // a real barrier: the next sample starts on an idle GPU
+    if (activity_) s->kernels = activity_->end_window();
+    // The clock is read after every sample; a throttled sample is flagged, not dropped.
+    const auto sm = clocks_->sm_clock_mhz();
+    const auto why = clocks_->throttle_reasons();
+    m.sm_clock_mhz.push_back(sm ? *sm : 0.0);
+    m.throttled.push_back(!why.empty());
+    reasons.insert(why.begin(), why.end());
+    read_ready(*s);
+    pending.push_back(std::move(s));
+    if (auto stop = should_stop(options_.stopping, gpu_s, micros(Clock::now() - began) * 1e-6)) {
+      m.stop_reason = to_string(*stop);
+      break;
+    }
+    // Under the no-op barrier nothing completes until the queue blocks; cap the loop anyway.
+    if (pending.size() >= options_.stopping.max_samples) {
+      m.stop_reason = to_string(StopReason::max_samples);
+      break;
+    }
+  }
+  // Measurement teardown always waits for real, so every event can be read.
+  stream.drain();
+  for (auto& s : pending) {
+    const double gpu_us = s->stop.elapsed_ms_since(s->start) * 1e3;
+    m.gpu_time_us.push_back(gpu_us);
+    m.host_time_us.push_back(s->host_us);
+    if (activity_) {
+      m.kernel_time_us.push_back(s->kernels.kernel_time_us);
+      m.kernel_count.push_back(static_cast<double>(s->kernels.kernel_count));
+    }
+    m.total_gpu_time_s += gpu_us * 1e-6;
+  }
+  m.throttle_reasons.assign(reasons.begin(), reasons.end());
+  return m;
+}
+
+}  // namespace moe::measure

@@ -1,0 +1,55 @@
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/device.hpp"
+#include "engine/device_allocator.hpp"
+#include "engine/stream.hpp"
+#include "probes/measure/kernel_activity.hpp"
+#include "probes/measure/l2_flush.hpp"
+#include "probes/measure/stopping_rule.hpp"
+#include "reports/report.hpp"
+
+namespace moe {
+class GpuClocks;
+}
+
+namespace moe::measure {
+
+// Knobs of every measurement; the CLI maps its options onto these.
+struct MeasureOptions {
+  StoppingRule stopping;
+  L2Mode l2 = L2Mode::cold;   // flush L2 before each sample
+  bool kernel_timing = true;  // CUPTI kernel time and count per sample
+  int warmup = 1;             // untimed runs first: module load, lazy init, first-touch
+};
+
+// The timing loop of brief section 5, shared by every probe. One per run: it owns the L2
+// flush buffer, the CUPTI recorder and the clock reader.
+class Sampler {
+ public:
+  Sampler(const Device& device, DeviceAllocator& allocator, const MeasureOptions& options);
+  ~Sampler();
+
+  // Times `enqueue`, which must only enqueue work on `stream`, until the stopping rule ends
+  // sampling. `label` names the NVTX range of the whole measurement.
+  report::Measurement measure(Stream& stream, const std::string& label,
+                              const std::function<void()>& enqueue);
+
+  // The barrier between samples: always the real drain, except under the mutation that
+  // restores the historic no-op barrier (probe `barrier` proves it matters).
+  void barrier(Stream& stream);
+
+  const MeasureOptions& options() const { return options_; }
+  // Overrides the stopping rule (a probe that needs an exact sample count).
+  void set_stopping(const StoppingRule& rule) { options_.stopping = rule; }
+
+ private:
+  MeasureOptions options_;
+  std::unique_ptr<L2Flusher> flusher_;
+  std::unique_ptr<KernelActivity> activity_;
+  std::unique_ptr<GpuClocks> clocks_;
+};
+
+}  // namespace moe::measure

@@ -1,0 +1,14 @@
+#include "probes/probe.hpp"
+
+namespace moe {
+
+report::CaseResult ProbeState::new_case(std::string name) const {
+  report::CaseResult c;
+  c.probe = probe_;
+  c.name = std::move(name);
+  c.seed = options_.seed;
+  if (options_.mutation) c.mutation = std::string(info(*options_.mutation).name);
+  return c;
+}
+
+}  // namespace moe

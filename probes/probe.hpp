@@ -1,0 +1,57 @@
+#pragma once
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/device.hpp"
+#include "engine/device_allocator.hpp"
+#include "probes/measure/sampler.hpp"
+#include "probes/run_options.hpp"
+#include "reports/report.hpp"
+
+namespace moe {
+
+// What a probe sees while it runs, in the manner of nvbench's `state`: the options, the device,
+// the allocator and the sampler, and a sink for its results (written to the report at once).
+class ProbeState {
+ public:
+  using CaseSink = std::function<void(report::CaseResult)>;
+
+  ProbeState(std::string probe, const RunOptions& options, const Device& device,
+             DeviceAllocator& allocator, measure::Sampler& sampler, CaseSink sink)
+      : probe_(std::move(probe)), options_(options), device_(device), allocator_(allocator),
+        sampler_(sampler), sink_(std::move(sink)) {}
+
+  const RunOptions& options() const { return options_; }
+  const Device& device() const { return device_; }
+  DeviceAllocator& allocator() { return allocator_; }
+  measure::Sampler& sampler() { return sampler_; }
+
+  // A result pre-filled with this probe's name, the seed and any active mutation.
+  report::CaseResult new_case(std::string name) const;
+  // Hands a finished case to the report (which is rewritten on disk at once).
+  void add_case(report::CaseResult result) { sink_(std::move(result)); }
+
+ private:
+  std::string probe_;
+  const RunOptions& options_;
+  const Device& device_;
+  DeviceAllocator& allocator_;
+  measure::Sampler& sampler_;
+  CaseSink sink_;
+};
+
+struct ProbeInfo {
+  std::string_view name;
+  std::string_view description;  // one line, shown by `moebench list`
+  void (*run)(ProbeState&);
+  bool in_default_suite;
+};
+
+// Every probe moebench has, in the order the default suite runs them.
+std::span<const ProbeInfo> all_probes();
+// Raises UsageError listing the valid probe names when `name` is unknown.
+const ProbeInfo& probe_by_name(std::string_view name);
+
+}  // namespace moe

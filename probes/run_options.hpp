@@ -1,0 +1,31 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/fault_injection.hpp"
+#include "engine/shape.hpp"
+#include "kernels/moe/moe_types.hpp"
+#include "probes/measure/sampler.hpp"
+
+namespace moe {
+
+// Everything a run was asked for, validated before any device is touched. Defaults are the
+// documented CLI defaults (README "moebench run").
+struct RunOptions {
+  std::vector<Shape> shapes;                  // default: the probe's default shapes
+  std::vector<int> ms;                        // tokens per forward; default per probe
+  std::vector<kernels::WeightFormat> formats; // default: bf16 and int4
+  std::vector<std::string> modes;             // eager, graph; default both
+  measure::MeasureOptions measure;
+  int device = 0;
+  std::uint64_t seed = 1;
+  std::optional<Mutation> mutation;           // fault injected for the whole run (selftest)
+  std::size_t copy_bytes = 0;                 // probe copy buffer size; 0 = 4 GiB capped by free memory
+  std::string fixtures_dir;
+  bool user_set_shapes = false;
+  bool user_set_ms = false;
+};
+
+}  // namespace moe

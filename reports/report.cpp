@@ -1,0 +1,255 @@
+#include "reports/report.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace moe::report {
+
+using nlohmann::json;
+
+std::string to_string(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "PASS";
+    case Verdict::fail: return "FAIL";
+    case Verdict::inconclusive: return "INCONCLUSIVE";
+    case Verdict::error: return "ERROR";
+  }
+  return "ERROR";
+}
+
+Verdict verdict_from_string(const std::string& s) {
+  if (s == "PASS") return Verdict::pass;
+  if (s == "FAIL") return Verdict::fail;
+  if (s == "INCONCLUSIVE") return Verdict::inconclusive;
+  if (s == "ERROR") return Verdict::error;
+  throw UsageError("verdict '" + s + "' is not one of PASS, FAIL, INCONCLUSIVE, ERROR");
+}
+
+int severity(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return 0;
+    case Verdict::inconclusive: return 1;
+    case Verdict::fail: return 2;
+    case Verdict::error: return 3;
+  }
+  return 3;
+}
+
+Stats Measurement::gpu_time() const { return summarize(gpu_time_us); }
+Stats Measurement::host_time() const { return summarize(host_time_us); }
+Stats Measurement::kernel_time() const { return summarize(kernel_time_us); }
+
+std::size_t Measurement::throttled_samples() const {
+  std::size_t n = 0;
+  for (bool t : throttled) n += t;
+  return n;
+}
+
+std::string CaseResult::key() const {
+  std::ostringstream k;
+  k << probe << '/' << name;
+  if (shape) k << "/shape=" << *shape;
+  if (m) k << "/m=" << *m;
+  if (format) k << "/format=" << *format;
+  if (mode) k << "/mode=" << *mode;
+  if (mutation) k << "/mutation=" << *mutation;
+  return k.str();
+}
+
+void CaseResult::conclude_from_checks() {
+  if (verdict == Verdict::error) return;
+  for (const Check& c : checks) {
+    if (!c.passed) {
+      verdict = Verdict::fail;
+      if (reason.empty()) reason = "check '" + c.name + "' failed: " + c.detail;
+      return;
+    }
+  }
+}
+
+Verdict Report::overall() const {
+  Verdict worst = Verdict::pass;
+  for (const CaseResult& c : cases)
+    if (severity(c.verdict) > severity(worst)) worst = c.verdict;
+  return worst;
+}
+
+// ---- JSON ----------------------------------------------------------------------------------
+
+void to_json(json& j, const Stats& s) {
+  j = json{{"min", s.min}, {"p10", s.p10}, {"median", s.median}, {"p90", s.p90},
+           {"max", s.max}, {"mean", s.mean}, {"rsd", s.rsd},       {"count", s.count}};
+}
+
+void from_json(const json& j, Stats& s) {
+  j.at("min").get_to(s.min);
+  j.at("p10").get_to(s.p10);
+  j.at("median").get_to(s.median);
+  j.at("p90").get_to(s.p90);
+  j.at("max").get_to(s.max);
+  j.at("mean").get_to(s.mean);
+  j.at("rsd").get_to(s.rsd);
+  j.at("count").get_to(s.count);
+}
+
+void to_json(json& j, const Measurement& m) {
+  j = json{{"samples", m.samples()},
+           {"l2", m.l2_mode},
+           {"stop_reason", m.stop_reason},
+           {"total_gpu_time_s", m.total_gpu_time_s},
+           {"gpu_time_us", m.gpu_time()},
+           {"host_time_us", m.host_time()},
+           {"kernel_timing", m.kernel_timing},
+           {"throttled_samples", m.throttled_samples()},
+           {"throttle_reasons", m.throttle_reasons},
+           {"raw", json{{"gpu_time_us", m.gpu_time_us},
+                        {"host_time_us", m.host_time_us},
+                        {"kernel_time_us", m.kernel_time_us},
+                        {"kernel_count", m.kernel_count},
+                        {"sm_clock_mhz", m.sm_clock_mhz},
+                        {"throttled", m.throttled}}}};
+  if (m.kernel_timing) {
+    j["kernel_time_us"] = m.kernel_time();
+    j["kernel_count"] = summarize(m.kernel_count);
+    // Launch gaps and host-side stalls inside the window: event time not spent in kernels.
+    std::vector<double> gap(m.gpu_time_us.size());
+    for (std::size_t i = 0; i < gap.size() && i < m.kernel_time_us.size(); ++i)
+      gap[i] = m.gpu_time_us[i] - m.kernel_time_us[i];
+    j["launch_gap_us"] = summarize(gap);
+  }
+  if (!m.sm_clock_mhz.empty()) j["sm_clock_mhz"] = summarize(m.sm_clock_mhz);
+}
+
+void from_json(const json& j, Measurement& m) {
+  const json& raw = j.at("raw");
+  raw.at("gpu_time_us").get_to(m.gpu_time_us);
+  raw.at("host_time_us").get_to(m.host_time_us);
+  raw.at("kernel_time_us").get_to(m.kernel_time_us);
+  raw.at("kernel_count").get_to(m.kernel_count);
+  raw.at("sm_clock_mhz").get_to(m.sm_clock_mhz);
+  raw.at("throttled").get_to(m.throttled);
+  j.at("l2").get_to(m.l2_mode);
+  j.at("stop_reason").get_to(m.stop_reason);
+  j.at("total_gpu_time_s").get_to(m.total_gpu_time_s);
+  j.at("kernel_timing").get_to(m.kernel_timing);
+  j.at("throttle_reasons").get_to(m.throttle_reasons);
+}
+
+void to_json(json& j, const Metric& m) { j = json{{"value", m.value}, {"unit", m.unit}}; }
+void from_json(const json& j, Metric& m) {
+  j.at("value").get_to(m.value);
+  j.at("unit").get_to(m.unit);
+}
+
+void to_json(json& j, const Check& c) {
+  j = json{{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}};
+}
+void from_json(const json& j, Check& c) {
+  j.at("name").get_to(c.name);
+  j.at("passed").get_to(c.passed);
+  j.at("detail").get_to(c.detail);
+}
+
+namespace {
+template <class T>
+json optional_json(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+template <class T>
+void optional_from(const json& j, const char* key, std::optional<T>& out) {
+  const json& v = j.at(key);
+  if (v.is_null())
+    out.reset();
+  else
+    out = v.get<T>();
+}
+}  // namespace
+
+void to_json(json& j, const CaseResult& c) {
+  j = json{{"key", c.key()},
+           {"probe", c.probe},
+           {"name", c.name},
+           {"shape", optional_json(c.shape)},
+           {"m", optional_json(c.m)},
+           {"format", optional_json(c.format)},
+           {"mode", optional_json(c.mode)},
+           {"mutation", optional_json(c.mutation)},
+           {"seed", c.seed},
+           {"verdict", to_string(c.verdict)},
+           {"reason", c.reason},
+           {"metrics", c.metrics},
+           {"measurements", c.measurements},
+           {"checks", c.checks},
+           {"evidence", c.evidence},
+           {"parameters", c.parameters}};
+}
+
+void from_json(const json& j, CaseResult& c) {
+  j.at("probe").get_to(c.probe);
+  j.at("name").get_to(c.name);
+  optional_from(j, "shape", c.shape);
+  optional_from(j, "m", c.m);
+  optional_from(j, "format", c.format);
+  optional_from(j, "mode", c.mode);
+  optional_from(j, "mutation", c.mutation);
+  j.at("seed").get_to(c.seed);
+  c.verdict = verdict_from_string(j.at("verdict").get<std::string>());
+  j.at("reason").get_to(c.reason);
+  j.at("metrics").get_to(c.metrics);
+  j.at("measurements").get_to(c.measurements);
+  j.at("checks").get_to(c.checks);
+  c.evidence = j.at("evidence");
+  c.parameters = j.at("parameters");
+}
+
+void to_json(json& j, const Report& r) {
+  j = json{{"schema", kSchemaName},
+           {"schema_version", r.schema_version},
+           {"tool", r.tool},
+           {"invocation", r.invocation},
+           {"environment", r.environment},
+           {"options", r.options},
+           {"overall", to_string(r.overall())},
+           {"cases", r.cases},
+           {"extra", r.extra}};
+}
+
+void from_json(const json& j, Report& r) {
+  j.at("schema_version").get_to(r.schema_version);
+  r.tool = j.at("tool");
+  r.invocation = j.at("invocation");
+  r.environment = j.at("environment");
+  r.options = j.at("options");
+  j.at("cases").get_to(r.cases);
+  r.extra = j.value("extra", json::object());
+}
+
+Report load_report(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("report '" + path + "' cannot be opened");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw UsageError("report '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.value("schema", std::string()) != kSchemaName)
+    throw UsageError("'" + path + "' is not a moebench report (field \"schema\" must be \"" +
+                     std::string(kSchemaName) + "\")");
+  const json& version = j.at("schema_version");
+  if (!version.is_number_integer())
+    throw UsageError("report '" + path + "': field \"schema_version\" must be an integer");
+  if (version.get<int>() > kSchemaVersion)
+    throw UsageError("report '" + path + "' has schema version " +
+                     std::to_string(version.get<int>()) + "; this moebench reads up to " +
+                     std::to_string(kSchemaVersion) + ": use a newer moebench");
+  try {
+    return j.get<Report>();
+  } catch (const json::exception& e) {
+    throw UsageError("report '" + path + "' has a missing or mistyped field: " + e.what());
+  }
+}
+
+}  // namespace moe::report

@@ -1,0 +1,110 @@
+#pragma once
+// The report model, schema version 1. Field-by-field documentation: reports/SCHEMA.md.
+// Every struct converts to and from JSON losslessly (tested by a round trip).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/statistics.hpp"
+
+namespace moe::report {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kSchemaName = "moebench.report";
+
+enum class Verdict { pass, fail, inconclusive, error };
+std::string to_string(Verdict v);
+Verdict verdict_from_string(const std::string& s);  // throws UsageError naming valid values
+// Worse verdicts rank higher: pass < inconclusive < fail < error.
+int severity(Verdict v);
+
+// One timed configuration: per-sample series and their summaries (brief section 5).
+struct Measurement {
+  std::vector<double> gpu_time_us;     // event to event around the enqueue
+  std::vector<double> host_time_us;    // host clock around the enqueue (enqueue cost)
+  std::vector<double> kernel_time_us;  // CUPTI: sum of kernel durations in the window
+  std::vector<double> kernel_count;    // CUPTI: kernels in the window
+  std::vector<double> sm_clock_mhz;    // SM clock read after each sample (0 = unknown)
+  std::vector<bool> throttled;         // a clock-limiting reason was active for the sample
+  std::string l2_mode;                 // "cold" (flushed before each sample) or "hot"
+  std::string stop_reason;             // which stopping rule ended sampling
+  double total_gpu_time_s = 0;
+  bool kernel_timing = false;          // CUPTI series present
+  std::vector<std::string> throttle_reasons;  // distinct reasons seen
+
+  Stats gpu_time() const;
+  Stats host_time() const;
+  Stats kernel_time() const;
+  std::size_t samples() const { return gpu_time_us.size(); }
+  std::size_t throttled_samples() const;
+};
+
+struct Metric {
+  double value = 0;
+  std::string unit;
+};
+
+struct Check {
+  std::string name;
+  bool passed = false;
+  std::string detail;  // the evidence in words: what was expected, what was seen
+};
+
+// One result: a probe over one (shape, M, format, mode) or a probe-specific case name.
+struct CaseResult {
+  std::string probe;
+  std::string name;                 // case name within the probe ("read", "graph", ...)
+  std::optional<std::string> shape;
+  std::optional<int> m;
+  std::optional<std::string> format;
+  std::optional<std::string> mode;
+  std::optional<std::string> mutation;  // fault injected for this case, if any
+  std::uint64_t seed = 0;
+  Verdict verdict = Verdict::pass;
+  std::string reason;               // one line on why the verdict
+  std::map<std::string, Metric> metrics;
+  std::map<std::string, Measurement> measurements;
+  std::vector<Check> checks;
+  nlohmann::json evidence = nlohmann::json::object();
+  nlohmann::json parameters = nlohmann::json::object();  // what `repro` needs to rerun it
+
+  // Stable identity for comparison across reports: probe/name/shape/m/format/mode/mutation.
+  std::string key() const;
+  // Sets the verdict from the checks: any failed check -> fail (an error stays an error).
+  void conclude_from_checks();
+};
+
+struct Report {
+  int schema_version = kSchemaVersion;
+  nlohmann::json tool = nlohmann::json::object();
+  nlohmann::json invocation = nlohmann::json::object();
+  nlohmann::json environment = nlohmann::json::object();
+  nlohmann::json options = nlohmann::json::object();
+  std::vector<CaseResult> cases;
+  nlohmann::json extra = nlohmann::json::object();  // command-specific sections (selftest...)
+
+  // The worst verdict over all cases (pass when there are none).
+  Verdict overall() const;
+};
+
+void to_json(nlohmann::json& j, const Stats& s);
+void from_json(const nlohmann::json& j, Stats& s);
+void to_json(nlohmann::json& j, const Measurement& m);
+void from_json(const nlohmann::json& j, Measurement& m);
+void to_json(nlohmann::json& j, const Metric& m);
+void from_json(const nlohmann::json& j, Metric& m);
+void to_json(nlohmann::json& j, const Check& c);
+void from_json(const nlohmann::json& j, Check& c);
+void to_json(nlohmann::json& j, const CaseResult& c);
+void from_json(const nlohmann::json& j, CaseResult& c);
+void to_json(nlohmann::json& j, const Report& r);
+void from_json(const nlohmann::json& j, Report& r);
+
+// Reads and validates a report file. Raises UsageError naming the file and the problem
+// (missing, malformed JSON, not a moebench report, newer schema, wrong field type).
+Report load_report(const std::string& path);
+
+}  // namespace moe::report

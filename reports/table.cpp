@@ -1,0 +1,84 @@
+#include "reports/table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace moe::report {
+
+std::string fmt(double v, int precision) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  const double a = std::abs(v);
+  const int decimals = a >= 1000 ? 0 : a >= 100 ? std::max(0, precision - 3)
+                     : a >= 10   ? std::max(0, precision - 2)
+                                 : std::max(0, precision - 1);
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string format_columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  std::ostringstream out;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (std::size_t i = 0; i < rows[r].size(); ++i) {
+      out << rows[r][i];
+      if (i + 1 < rows[r].size()) out << std::string(width[i] - rows[r][i].size() + 2, ' ');
+    }
+    out << '\n';
+    if (r == 0) {
+      std::size_t total = 0;
+      for (std::size_t w : width) total += w + 2;
+      out << std::string(total > 2 ? total - 2 : 0, '-') << '\n';
+    }
+  }
+  return out.str();
+}
+
+namespace {
+std::string metric_or_dash(const CaseResult& c, const char* name) {
+  auto it = c.metrics.find(name);
+  return it == c.metrics.end() ? "-" : fmt(it->second.value);
+}
+}  // namespace
+
+std::string render_table(const Report& report) {
+  std::vector<std::vector<std::string>> rows{{"probe", "case", "shape", "M", "format", "verdict",
+                                              "gpu us", "host us", "kern us", "GB/s", "%read",
+                                              "n", "noise%"}};
+  for (const CaseResult& c : report.cases) {
+    std::string gpu = "-", host = "-", kern = "-", n = "-", noise = "-";
+    auto it = c.measurements.find("main");
+    if (it == c.measurements.end() && !c.measurements.empty()) it = c.measurements.begin();
+    if (it != c.measurements.end()) {
+      const Stats g = it->second.gpu_time();
+      gpu = fmt(g.median);
+      host = fmt(it->second.host_time().median);
+      if (it->second.kernel_timing) kern = fmt(it->second.kernel_time().median);
+      n = std::to_string(g.count);
+      noise = fmt(100 * g.rsd, 2);
+    }
+    rows.push_back({c.probe, c.name + (c.mode && *c.mode != c.name ? "/" + *c.mode : ""),
+                    c.shape.value_or("-"), c.m ? std::to_string(*c.m) : "-",
+                    c.format.value_or("-"), to_string(c.verdict), gpu, host, kern,
+                    metric_or_dash(c, "gbps"), metric_or_dash(c, "pct_of_read_ceiling"), n,
+                    noise});
+  }
+  std::ostringstream out;
+  out << format_columns(rows);
+  for (const CaseResult& c : report.cases) {
+    if (c.verdict == Verdict::pass) continue;
+    out << to_string(c.verdict) << "  " << c.key() << ": " << c.reason << '\n';
+    for (const Check& k : c.checks)
+      if (!k.passed) out << "    check " << k.name << ": " << k.detail << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace moe::report
