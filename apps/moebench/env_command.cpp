@@ -19,9 +19,8 @@ void flatten(const nlohmann::json& j, const std::string& prefix,
       rows.push_back({key, v.is_string() ? v.get<std::string>() : v.dump()});
   }
 }
-}  // namespace
 
-int env_command(int device, const std::string& format) {
+int show_env(int device, const std::string& format) {
   if (format != "table" && format != "json")
     throw UsageError("--format '" + format + "' is not valid for env; valid: table, json");
   if (device < 0) throw UsageError("--device " + std::to_string(device) + " must be >= 0");
@@ -35,6 +34,16 @@ int env_command(int device, const std::string& format) {
     std::printf("%s", report::format_columns(rows).c_str());
   }
   return 0;
+}
+}  // namespace
+
+Command add_env_command(CLI::App& app) {
+  auto device = std::make_shared<int>(0);
+  auto format = std::make_shared<std::string>("table");
+  CLI::App* cmd = app.add_subcommand("env", "Show the environment block of a report");
+  cmd->add_option("--device", *device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--format", *format, "table or json")->capture_default_str();
+  return {cmd, [device, format] { return show_env(*device, *format); }};
 }
 
 }  // namespace moe::cli

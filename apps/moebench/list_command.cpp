@@ -14,7 +14,8 @@ std::string fixtures_dir(const std::string& flag) {
   return MOEBENCH_FIXTURES_DIR;
 }
 
-int list_command(const std::string& what, const std::string& fixtures) {
+namespace {
+int list(const std::string& what, const std::string& fixtures) {
   const bool all = what.empty();
   if (!all && what != "probes" && what != "shapes" && what != "mutations")
     throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations");
@@ -44,6 +45,16 @@ int list_command(const std::string& what, const std::string& fixtures) {
     std::printf("%s", report::format_columns(rows).c_str());
   }
   return 0;
+}
+}  // namespace
+
+Command add_list_command(CLI::App& app) {
+  auto what = std::make_shared<std::string>();
+  auto fixtures = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("list", "List probes, shapes or mutations, one line each");
+  cmd->add_option("what", *what, "probes, shapes or mutations (default: all three)");
+  cmd->add_option("--fixtures", *fixtures, "Folder with shapes/ and cases/");
+  return {cmd, [what, fixtures] { return list(*what, *fixtures); }};
 }
 
 }  // namespace moe::cli

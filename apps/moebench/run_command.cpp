@@ -6,6 +6,7 @@
 #include <set>
 
 #include "apps/moebench/commands.hpp"
+#include "apps/moebench/run_request.hpp"
 #include "common/cuda_check.hpp"
 #include "common/errors.hpp"
 #include "engine/device.hpp"
@@ -108,6 +109,8 @@ nlohmann::json options_json(const RunOptions& o) {
                                   : nlohmann::json(nullptr)}};
 }
 
+}  // namespace
+
 int exit_code_for(const report::Report& r) {
   switch (r.overall()) {
     case report::Verdict::pass:
@@ -118,9 +121,7 @@ int exit_code_for(const report::Report& r) {
   return to_int(ExitCode::probe_error);
 }
 
-}  // namespace
-
-int run_command(const RunRequest& request) {
+report::Report execute_run(const RunRequest& request) {
   std::vector<const ProbeInfo*> probes;
   const RunOptions options = resolve_run_options(request, probes);
 
@@ -177,13 +178,67 @@ int run_command(const RunRequest& request) {
   report.invocation["complete"] = true;
   writer.write(report);
 
-  if (request.format == "json")
-    std::cout << nlohmann::json(report).dump(1) << '\n';
-  else
-    std::cout << report::render_table(report);
+  if (!request.quiet) {
+    if (request.format == "json")
+      std::cout << nlohmann::json(report).dump(1) << '\n';
+    else
+      std::cout << report::render_table(report);
+  }
   std::fprintf(stderr, "report: %s (%s)\n", request.output.c_str(),
                report::to_string(report.overall()).c_str());
-  return exit_code_for(report);
+  return report;
+}
+
+namespace {
+
+void add_run_options(CLI::App& run, RunRequest& r) {
+  run.add_option("probes", r.probes, "Probes to run (default: the default suite; see `list`)");
+  run.add_option("--shape", r.shapes,
+                 "Shape names, or paths to a shape file or a model's config.json "
+                 "(comma-separated; default: per probe)")
+      ->delimiter(',');
+  run.add_option("--m", r.ms, "Tokens per forward, comma-separated (default: per probe)")
+      ->delimiter(',');
+  run.add_option("--weight-format", r.weight_formats, "bf16, int4 (default: both)")
+      ->delimiter(',');
+  run.add_option("--mode", r.modes, "eager, graph (default: both)")->delimiter(',');
+  run.add_option("--l2", r.l2, "cold: flush L2 before each sample; hot: don't")
+      ->capture_default_str();
+  run.add_option("--min-samples", r.min_samples, "Stop rule: at least this many samples")
+      ->capture_default_str();
+  run.add_option("--max-noise", r.max_noise_pct,
+                 "Stop rule: relative std. dev. of GPU time at most this, in percent")
+      ->capture_default_str();
+  run.add_option("--min-time", r.min_time_s, "Stop rule: at least this much GPU time, seconds")
+      ->capture_default_str();
+  run.add_option("--timeout", r.timeout_s,
+                 "Stop rule: at most this much wall time per measurement, seconds")
+      ->capture_default_str();
+  run.add_option("--max-samples", r.max_samples, "Stop rule: at most this many samples")
+      ->capture_default_str();
+  run.add_option("--warmup", r.warmup, "Untimed runs before sampling")->capture_default_str();
+  run.add_flag("--no-kernel-timing", r.no_kernel_timing,
+               "Skip CUPTI kernel timing (kernel time and count)");
+  run.add_option("--device", r.device, "CUDA device index")->capture_default_str();
+  run.add_option("--seed", r.seed, "Seed of weights, inputs and routing")->capture_default_str();
+  run.add_option("-o,--output", r.output, "Report file (JSON), rewritten after every case")
+      ->capture_default_str();
+  run.add_option("--format", r.format, "Standard output: table or json")->capture_default_str();
+  run.add_option("--mutation", r.mutation,
+                 "Inject a fault for the whole run (see `list mutations`)");
+  run.add_option("--copy-bytes", r.copy_bytes,
+                 "Buffer size of probe copy in bytes (default 4 GiB, capped by free memory)");
+  run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
+  auto request = std::make_shared<RunRequest>();
+  request->argv = argv;
+  CLI::App* run = app.add_subcommand("run", "Run probes and write a JSON report");
+  add_run_options(*run, *request);
+  return {run, [request] { return exit_code_for(execute_run(*request)); }};
 }
 
 }  // namespace moe::cli

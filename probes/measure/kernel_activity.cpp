@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/errors.hpp"
+#include "probes/measure/stream_blocker.hpp"
 
 namespace moe::measure {
 
@@ -85,6 +87,8 @@ void KernelActivity::consume(std::uint8_t* buffer, std::size_t valid_size) {
   while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
     if (!collecting_ || record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+    // The blocker spins while the host enqueues; it is harness, not work.
+    if (k->name && std::strstr(k->name, StreamBlocker::kKernelName)) continue;
     current_.kernel_time_us += static_cast<double>(k->end - k->start) * 1e-3;
     ++current_.kernel_count;
   }

@@ -9,6 +9,7 @@
 #include "probes/measure/kernel_activity.hpp"
 #include "probes/measure/l2_flush.hpp"
 #include "probes/measure/stopping_rule.hpp"
+#include "probes/measure/stream_blocker.hpp"
 #include "reports/report.hpp"
 
 namespace moe {
@@ -23,6 +24,7 @@ struct MeasureOptions {
   L2Mode l2 = L2Mode::cold;   // flush L2 before each sample
   bool kernel_timing = true;  // CUPTI kernel time and count per sample
   int warmup = 1;             // untimed runs first: module load, lazy init, first-touch
+  bool block_during_enqueue = true;  // hold the stream while enqueueing (see StreamBlocker)
 };
 
 // The timing loop of brief section 5, shared by every probe. One per run: it owns the L2
@@ -49,6 +51,7 @@ class Sampler {
   MeasureOptions options_;
   std::unique_ptr<L2Flusher> flusher_;
   std::unique_ptr<KernelActivity> activity_;
+  std::unique_ptr<StreamBlocker> blocker_;
   std::unique_ptr<GpuClocks> clocks_;
 };
 

@@ -1,23 +1,32 @@
 #include "probes/measure/stopping_rule.hpp"
 
 #include <numeric>
+#include <sstream>
 
 #include "common/errors.hpp"
 #include "reports/statistics.hpp"
 
 namespace moe::measure {
 
+namespace {
+std::string str(double v) {  // shortest form a user would type: 0.5, not 0.500000
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+}  // namespace
+
 void StoppingRule::validate() const {
   if (min_samples < 1 || min_samples > 1000000)
     throw UsageError("--min-samples " + std::to_string(min_samples) +
                      " is out of range: 1..1000000");
   if (!(max_noise > 0 && max_noise <= 1))
-    throw UsageError("--max-noise " + std::to_string(max_noise) +
-                     " is out of range: a fraction in (0, 1], e.g. 0.005 for 0.5%");
+    throw UsageError("--max-noise " + str(max_noise * 100) +
+                     "% is out of range: (0, 100] percent");
   if (!(min_time_s >= 0 && min_time_s <= 3600))
-    throw UsageError("--min-time " + std::to_string(min_time_s) + " is out of range: 0..3600 s");
+    throw UsageError("--min-time " + str(min_time_s) + " is out of range: 0..3600 s");
   if (!(timeout_s > 0 && timeout_s <= 86400))
-    throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range: (0, 86400] s");
+    throw UsageError("--timeout " + str(timeout_s) + " is out of range: (0, 86400] s");
   if (max_samples < min_samples || max_samples > 1000000)
     throw UsageError("--max-samples " + std::to_string(max_samples) +
                      " is out of range: min-samples.." + "1000000");

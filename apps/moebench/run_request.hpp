@@ -1,0 +1,44 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reports/report.hpp"
+
+namespace moe::cli {
+
+// `moebench run` as the user asked for it, before validation. `repro` and `selftest` build
+// one too, so every path to the probes validates and records the same way.
+struct RunRequest {
+  std::vector<std::string> probes;  // empty: the default suite
+  std::vector<std::string> shapes;
+  std::vector<int> ms;
+  std::vector<std::string> weight_formats;
+  std::vector<std::string> modes;
+  std::string l2 = "cold";
+  std::string output = "moebench-report.json";
+  std::string format = "table";  // stdout: table or json
+  std::string mutation;
+  std::size_t min_samples = 10;
+  double max_noise_pct = 0.5;
+  double min_time_s = 0.5;
+  double timeout_s = 15;
+  std::size_t max_samples = 5000;
+  int warmup = 1;
+  bool no_kernel_timing = false;
+  int device = 0;
+  std::uint64_t seed = 1;
+  std::size_t copy_bytes = 0;
+  std::string fixtures;
+  bool quiet = false;  // no table on stdout (callers that print their own)
+  std::vector<std::string> argv;
+};
+
+// Validates, runs, writes request.output after every case and returns the finished report.
+// Raises moe::Error for bad input (before the device is touched) or a missing GPU.
+report::Report execute_run(const RunRequest& request);
+
+// 0 when every case passed (or was inconclusive), 1 on a failed check, 4 on a probe error.
+int exit_code_for(const report::Report& report);
+
+}  // namespace moe::cli

@@ -1,0 +1,55 @@
+// Stage 4: out[t] = sum over slots s = 0 .. k+S-1, in that order, of w[t, s] * y[pair(t, s)],
+// fp32, rounded once to bf16. Each output element is owned by one thread and summed in a
+// fixed order, so the result is the same bits on every run (no atomics).
+#include "common/cuda_check.hpp"
+#include "kernels/moe/device_math.cuh"
+#include "kernels/moe/forward_stages.hpp"
+
+namespace moe::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads)
+    combine_kernel(const float* down_out, const float* topk_weights, const int* pair_position,
+                   int hidden, int top_k, int slots, int m, __nv_bfloat16* out) {
+  const int vecs = hidden / 8;  // 8 outputs (one 16-byte store) per thread
+  const long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= static_cast<long long>(m) * vecs) return;
+  const int t = static_cast<int>(i / vecs), v = static_cast<int>(i % vecs);
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int s = 0; s < slots; ++s) {
+    const float w = s < top_k ? topk_weights[t * top_k + s] : 1.0f;
+    const float4* y = reinterpret_cast<const float4*>(
+        down_out + static_cast<std::size_t>(pair_position[t * slots + s]) * hidden + v * 8);
+    const float4 y0 = y[0], y1 = y[1];
+    acc[0] = fmaf(w, y0.x, acc[0]);
+    acc[1] = fmaf(w, y0.y, acc[1]);
+    acc[2] = fmaf(w, y0.z, acc[2]);
+    acc[3] = fmaf(w, y0.w, acc[3]);
+    acc[4] = fmaf(w, y1.x, acc[4]);
+    acc[5] = fmaf(w, y1.y, acc[5]);
+    acc[6] = fmaf(w, y1.z, acc[6]);
+    acc[7] = fmaf(w, y1.w, acc[7]);
+  }
+  std::uint32_t packed[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    packed[j] = detail::to_bf16_bits(acc[2 * j]) | (static_cast<std::uint32_t>(detail::to_bf16_bits(acc[2 * j + 1])) << 16);
+  reinterpret_cast<uint4*>(out)[static_cast<std::size_t>(t) * vecs + v] =
+      make_uint4(packed[0], packed[1], packed[2], packed[3]);
+}
+
+}  // namespace
+
+void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
+  const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);
+  combine_kernel<<<blocks, kThreads, 0, stream>>>(
+      l.at<float>(a.scratch, l.down_out), l.at<float>(a.scratch, l.topk_weights),
+      l.at<int>(a.scratch, l.pair_position), a.dims.hidden, a.dims.top_k, l.slots, a.m, a.out);
+  MOE_CHECK_LAUNCH("combine_kernel");
+}
+
+}  // namespace moe::kernels

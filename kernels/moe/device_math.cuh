@@ -1,0 +1,51 @@
+#pragma once
+// Small device helpers shared by the MoE kernels.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace moe::kernels::detail {
+
+// bf16 pair in a 32-bit word -> two floats (exact; bf16 is the top half of a float).
+__device__ __forceinline__ float bf16_lo(std::uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(std::uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
+
+// Dot of 8 bf16 pairs with fp32 accumulation into acc, in a fixed order.
+__device__ __forceinline__ float dot8_bf16(uint4 a, uint4 b, float acc) {
+  acc = fmaf(bf16_lo(a.x), bf16_lo(b.x), acc);
+  acc = fmaf(bf16_hi(a.x), bf16_hi(b.x), acc);
+  acc = fmaf(bf16_lo(a.y), bf16_lo(b.y), acc);
+  acc = fmaf(bf16_hi(a.y), bf16_hi(b.y), acc);
+  acc = fmaf(bf16_lo(a.z), bf16_lo(b.z), acc);
+  acc = fmaf(bf16_hi(a.z), bf16_hi(b.z), acc);
+  acc = fmaf(bf16_lo(a.w), bf16_lo(b.w), acc);
+  acc = fmaf(bf16_hi(a.w), bf16_hi(b.w), acc);
+  return acc;
+}
+
+// Dot of 8 int4 codes (one packed word) with 8 bf16 activations (uint4), unscaled.
+__device__ __forceinline__ float dot8_int4(std::uint32_t q, uint4 x, float acc) {
+  const std::uint32_t xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int q0 = static_cast<int>((q >> (8 * j)) & 0xFu) - 8;
+    const int q1 = static_cast<int>((q >> (8 * j + 4)) & 0xFu) - 8;
+    acc = fmaf(static_cast<float>(q0), bf16_lo(xs[j]), acc);
+    acc = fmaf(static_cast<float>(q1), bf16_hi(xs[j]), acc);
+  }
+  return acc;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ std::uint16_t to_bf16_bits(float f) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+}  // namespace moe::kernels::detail

@@ -1,0 +1,132 @@
+#include "kernels/moe/forward.hpp"
+
+#include <string>
+
+#include "common/cuda_check.hpp"
+#include "kernels/moe/forward_stages.hpp"
+
+namespace moe::kernels {
+
+namespace {
+
+constexpr std::size_t kAlign = 256;
+constexpr int kMaxExperts = 512;  // route kernel keeps 16 logits per lane
+constexpr int kMaxTopK = 32;
+
+std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+[[noreturn]] void bad(const std::string& what) {
+  throw Error(ExitCode::probe_error, "enqueue_moe_forward: " + what);
+}
+
+}  // namespace
+
+ScratchLayout scratch_layout(const MoeDims& d, int m) {
+  ScratchLayout l;
+  l.m = m;
+  l.top_k = d.top_k;
+  l.slots = d.top_k + d.shared;
+  l.total_experts = d.total_experts();
+  l.pairs = m * l.slots;
+  l.max_tiles = (l.pairs + kTensorCoreTileRows - 1) / kTensorCoreTileRows + l.total_experts;
+  l.bit_words = (m + 31) / 32;
+  const std::size_t et = static_cast<std::size_t>(l.total_experts);
+  std::size_t off = 0;
+  auto take = [&](std::size_t bytes) {
+    const std::size_t at = off;
+    off = align_up(off + bytes);
+    return at;
+  };
+  l.logits = take(sizeof(float) * m * d.experts);
+  l.topk_ids = take(sizeof(int) * m * d.top_k);
+  l.topk_weights = take(sizeof(float) * m * d.top_k);
+  l.expert_counts = take(sizeof(int) * et);
+  l.expert_offsets = take(sizeof(int) * (et + 1));
+  l.num_active = take(sizeof(int));
+  l.active_experts = take(sizeof(int) * et);
+  l.num_tiles = take(sizeof(int));
+  l.tiles = take(sizeof(int) * 2 * l.max_tiles);
+  l.sorted_pairs = take(sizeof(int) * l.pairs);
+  l.pair_position = take(sizeof(int) * l.pairs);
+  l.membership = take(sizeof(std::uint32_t) * et * l.bit_words);
+  l.membership_prefix = take(sizeof(int) * et * l.bit_words);
+  l.route_tiles = (m + 7) / 8;
+  l.done_counters = take(sizeof(std::uint32_t) * (1 + l.route_tiles));
+  l.h = take(sizeof(std::uint16_t) * static_cast<std::size_t>(l.pairs) * d.inter);
+  l.down_out = take(sizeof(float) * static_cast<std::size_t>(l.pairs) * d.hidden);
+  l.total = off;
+  return l;
+}
+
+std::size_t forward_scratch_bytes(const MoeDims& dims, int m) { return scratch_layout(dims, m).total; }
+
+void validate_forward_args(const MoeForwardArgs& a) {
+  const MoeDims& d = a.dims;
+  if (d.hidden <= 0 || d.hidden % 32 != 0)
+    bad("hidden " + std::to_string(d.hidden) + " must be a positive multiple of 32");
+  if (d.inter <= 0 || d.inter % 32 != 0)
+    bad("inter " + std::to_string(d.inter) + " must be a positive multiple of 32");
+  if (d.experts <= 0 || d.experts > kMaxExperts)
+    bad("experts " + std::to_string(d.experts) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
+  if (d.shared < 0) bad("shared " + std::to_string(d.shared) + " must be >= 0");
+  if (d.top_k <= 0 || d.top_k > d.experts || d.top_k > kMaxTopK)
+    bad("top_k " + std::to_string(d.top_k) + " must be in [1, min(experts " +
+        std::to_string(d.experts) + ", " + std::to_string(kMaxTopK) + ")]");
+  if (a.m <= 0) bad("m " + std::to_string(a.m) + " must be >= 1");
+  if (static_cast<long long>(a.m) * (d.top_k + d.shared) > (1LL << 30))
+    bad("m " + std::to_string(a.m) + " too large");
+  if (!a.x) bad("x is null");
+  if (!a.out) bad("out is null");
+  if (!a.router) bad("router is null");
+  if (!a.experts.gate_up || !a.experts.down) bad("expert table gate_up/down is null");
+  if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
+    bad("int4 format needs gate_up_scales and down_scales tables");
+  if (!a.scratch) bad("scratch is null");
+  const std::size_t need = forward_scratch_bytes(d, a.m);
+  if (a.scratch_bytes < need)
+    bad("scratch of " + std::to_string(a.scratch_bytes) + " bytes is too small: m " +
+        std::to_string(a.m) + " needs " + std::to_string(need) + " bytes");
+  if (reinterpret_cast<std::uintptr_t>(a.scratch) % kAlign != 0) bad("scratch must be 256-byte aligned");
+  if (reinterpret_cast<std::uintptr_t>(a.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.out) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(a.router) % 16 != 0)
+    bad("x, out and router must be 16-byte aligned");
+}
+
+int current_device_sm() {
+  static int cached[64] = {};
+  int dev = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 64 && cached[dev]) return cached[dev];
+  int major = 0, minor = 0;
+  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  const int sm = major * 10 + minor;
+  if (dev < 64) cached[dev] = sm;
+  return sm;
+}
+
+ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
+  ForwardPath p = a.path;
+  if (p == ForwardPath::automatic)
+    p = a.m <= kDecodeMaxTokens ? ForwardPath::decode : ForwardPath::tensor_core;
+  // bf16 mma needs sm_80; Turing falls back to the SIMT kernels (they handle any M).
+  if (p == ForwardPath::tensor_core && current_device_sm() < 80) p = ForwardPath::decode;
+  return p;
+}
+
+void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
+  validate_forward_args(args);
+  const ScratchLayout layout = scratch_layout(args.dims, args.m);
+  const ForwardPath path = resolve_forward_path(args);
+  enqueue_route(args, layout, stream);
+  if (path == ForwardPath::decode) {
+    enqueue_gate_up_decode(args, layout, stream);
+    enqueue_down_decode(args, layout, stream);
+  } else {
+    enqueue_gate_up_tensor_core(args, layout, stream);
+    enqueue_down_tensor_core(args, layout, stream);
+  }
+  enqueue_combine(args, layout, stream);
+}
+
+}  // namespace moe::kernels

@@ -1,0 +1,101 @@
+#pragma once
+// The MoE layer forward: enqueue-only (no host sync, readback or allocation), so it can be
+// captured in a CUDA graph. The caller provides the scratch buffer; ScratchLayout says where
+// each intermediate lives so tests and probes can read routing decisions back.
+//
+// Stages (each its own kernel and host launcher, see forward_stages.hpp):
+//   1. route:   logits = x . router^T (+ bias) in fp32, top-k on the logits (value descending,
+//               index ascending; softmax and sigmoid are monotone so the order is that of the
+//               scores), softmax/sigmoid weights, optional renormalisation; then the last block
+//               to finish groups (token, slot) pairs by expert on the device.
+//   2. gate_up: per expert, h = silu(x W_gate^T) * (x W_up^T), stored bf16.
+//   3. down:    per expert, y_pair = h W_down^T, stored fp32 per (token, slot) pair.
+//   4. combine: out[t] = sum over slots in slot order of w * y_pair (fixed order, no atomics),
+//               rounded to bf16. Shared experts are slots k..k+S-1 with weight 1.
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/moe/moe_types.hpp"
+
+namespace moe::kernels {
+
+// ForwardPath::automatic takes the decode kernels up to this M (tokens), tensor cores above.
+// Why 64: the decode kernels stream each active expert's weights once per chunk of 8 of its
+// tokens; up to M = 64 a chunk rarely repeats for uniform routing (M * top_k / E tokens per
+// expert), and the decode kernels keep every SM busy even with a handful of active experts,
+// where tensor-core tiles of 64 tokens would sit mostly empty.
+constexpr int kDecodeMaxTokens = 64;
+
+// Rows of the tensor-core tile in tokens (pairs); the tile list in scratch is in these units.
+constexpr int kTensorCoreTileRows = 64;
+
+// Byte offsets into the scratch buffer (all 256-byte aligned). Pairs are (token, slot) with
+// slot in [0, k + S): routed slots first, then shared experts; pair index = token * slots + slot.
+struct ScratchLayout {
+  int m = 0;
+  int top_k = 0;
+  int slots = 0;          // top_k + shared
+  int total_experts = 0;  // E + S
+  int pairs = 0;          // m * slots
+  int max_tiles = 0;      // upper bound of tensor-core tiles
+  int bit_words = 0;      // ceil(m / 32)
+
+  std::size_t logits = 0;          // float [m, E] (biased logits)
+  std::size_t topk_ids = 0;        // int32 [m, k]
+  std::size_t topk_weights = 0;    // float [m, k]
+  std::size_t expert_counts = 0;   // int32 [E + S]: pairs per expert
+  std::size_t expert_offsets = 0;  // int32 [E + S + 1]: start of each expert's pairs
+  std::size_t num_active = 0;      // int32 [1]: experts with at least one pair
+  std::size_t active_experts = 0;  // int32 [E + S]: those experts, ascending
+  std::size_t num_tiles = 0;       // int32 [1]
+  std::size_t tiles = 0;           // int2 [max_tiles]: (expert, first pair) per tensor-core tile
+  std::size_t sorted_pairs = 0;    // int32 [pairs]: pair index, grouped by expert, in pair order
+  std::size_t pair_position = 0;   // int32 [pairs]: pair index -> position in sorted_pairs
+  std::size_t membership = 0;      // uint32 [E + S, bit_words]: token bitmask per expert
+  std::size_t membership_prefix = 0;  // int32 [E + S, bit_words]: set bits before each word
+  std::size_t done_counters = 0;   // uint32 [1 + route_tiles]: route blocks finished, zeroed
+                                   // by a memset node each forward (last one ranks / groups)
+  int route_tiles = 0;             // ceil(m / 8) token tiles of the route kernel
+  std::size_t h = 0;               // bf16 [pairs, I], sorted order
+  std::size_t down_out = 0;        // float [pairs, H], sorted order
+  std::size_t total = 0;
+
+  template <class T>
+  T* at(void* scratch, std::size_t offset) const {
+    return reinterpret_cast<T*>(static_cast<char*>(scratch) + offset);
+  }
+  template <class T>
+  const T* at(const void* scratch, std::size_t offset) const {
+    return reinterpret_cast<const T*>(static_cast<const char*>(scratch) + offset);
+  }
+};
+
+ScratchLayout scratch_layout(const MoeDims& dims, int m);
+std::size_t forward_scratch_bytes(const MoeDims& dims, int m);
+
+struct MoeForwardArgs {
+  MoeDims dims;
+  int m = 0;
+  const __nv_bfloat16* x = nullptr;       // [m, H]
+  __nv_bfloat16* out = nullptr;           // [m, H]
+  const __nv_bfloat16* router = nullptr;  // [E, H]
+  const float* router_bias = nullptr;     // [E] or null: added to logits before scoring
+  ExpertTable experts;                    // device arrays of E + S device pointers
+  void* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  ForwardPath path = ForwardPath::automatic;
+};
+
+// Throws moe::Error naming the bad value; forward calls it first.
+void validate_forward_args(const MoeForwardArgs& args);
+
+// The path the forward will take for these args on the current device (automatic resolved;
+// tensor_core becomes decode on devices without bf16 tensor cores, sm_75).
+ForwardPath resolve_forward_path(const MoeForwardArgs& args);
+
+void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
+
+}  // namespace moe::kernels

@@ -1,0 +1,28 @@
+#pragma once
+// Host launchers of the forward's stages, individually callable (tests run them one by one).
+// All read and write the scratch buffer at the offsets of ScratchLayout.
+#include "kernels/moe/forward.hpp"
+
+namespace moe::kernels {
+
+// Router logits + top-k + weights + grouping (one kernel; the last block to finish groups).
+// Zeroes the completion counter with a memset node first.
+void enqueue_route(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+
+// gate_up + SwiGLU into scratch h, and down into scratch down_out.
+void enqueue_gate_up_decode(const MoeForwardArgs& args, const ScratchLayout& layout,
+                            cudaStream_t stream);
+void enqueue_down_decode(const MoeForwardArgs& args, const ScratchLayout& layout,
+                         cudaStream_t stream);
+void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
+                                 cudaStream_t stream);
+void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
+                              cudaStream_t stream);
+
+// Weighted combine of down_out into args.out.
+void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+
+// Compute capability major*10+minor of the current device (cached per device).
+int current_device_sm();
+
+}  // namespace moe::kernels

@@ -1,0 +1,30 @@
+#include "kernels/moe/moe_types.hpp"
+
+namespace moe::kernels {
+
+std::string_view to_string(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::bf16: return "bf16";
+    case WeightFormat::int4: return "int4";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Scoring s) {
+  switch (s) {
+    case Scoring::softmax: return "softmax";
+    case Scoring::sigmoid: return "sigmoid";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ForwardPath p) {
+  switch (p) {
+    case ForwardPath::automatic: return "auto";
+    case ForwardPath::decode: return "decode";
+    case ForwardPath::tensor_core: return "tensor_core";
+  }
+  return "unknown";
+}
+
+}  // namespace moe::kernels

@@ -1,0 +1,281 @@
+// Stage 1 of the forward: router logits, top-k with weights, and grouping of (token, slot)
+// pairs by expert, in one kernel so a decode step pays one launch for all of routing.
+//
+// Grid (ceil(E / 8), ceil(m / 8)): each warp computes one expert's logits for a tile of 8
+// tokens (fp32 accumulation, 16-byte loads). The last block to finish a token tile (counter
+// per tile) ranks that tile's tokens, one warp per token; the last tile to finish (global
+// counter) groups all pairs. Counters are zeroed by a memset node before the kernel.
+#include <cfloat>
+#include <climits>
+#include <string>
+
+#include "common/cuda_check.hpp"
+#include "kernels/moe/device_math.cuh"
+#include "kernels/moe/forward_stages.hpp"
+
+namespace moe::kernels {
+
+namespace {
+
+constexpr int kRouteWarps = 8;
+constexpr int kRouteThreads = kRouteWarps * 32;
+constexpr int kRouteTokens = 8;
+constexpr int kMaxLogitsPerLane = 16;  // E <= 512
+
+struct RouteParams {
+  const __nv_bfloat16* x;
+  const __nv_bfloat16* router;
+  const float* bias;
+  int m, hidden, experts, shared, top_k, bit_words;
+  bool softmax, renormalize;
+  float* logits;
+  int* topk_ids;
+  float* topk_weights;
+  int* counts;
+  int* offsets;
+  int* num_active;
+  int* active;
+  int* num_tiles;
+  int2* tiles;
+  int* sorted_pairs;
+  int* pair_position;
+  std::uint32_t* membership;
+  int* membership_prefix;
+  unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
+};
+
+__device__ __forceinline__ bool ranks_before(float av, int ai, float bv, int bi) {
+  return av > bv || (av == bv && ai < bi);
+}
+
+// One warp ranks token t: top-k of its logits (value descending, index ascending), then the
+// weights. Lane r < k ends holding selection r.
+__device__ void rank_token(const RouteParams& p, int t, int lane) {
+  const int E = p.experts;
+  float v[kMaxLogitsPerLane];
+#pragma unroll
+  for (int j = 0; j < kMaxLogitsPerLane; ++j) {
+    const int e = lane + 32 * j;
+    v[j] = e < E ? __ldcg(p.logits + static_cast<std::size_t>(t) * E + e) : -FLT_MAX;
+  }
+  std::uint32_t taken = 0;
+  int my_id = 0;
+  float my_val = 0.f, top_val = 0.f;
+  for (int r = 0; r < p.top_k; ++r) {
+    float bv = 0.f;
+    int bi = INT_MAX;
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j) {
+      const int e = lane + 32 * j;
+      if (e < E && !((taken >> j) & 1u) && (bi == INT_MAX || ranks_before(v[j], e, bv, bi))) {
+        bv = v[j];
+        bi = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (oi != INT_MAX && (bi == INT_MAX || ranks_before(ov, oi, bv, bi))) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+    if (bi == INT_MAX || bi >= E) bi = 0;  // only with NaN logits; keeps indexing in bounds
+    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
+    if (r == 0) top_val = bv;
+    if (lane == r) {
+      my_id = bi;
+      my_val = bv;
+    }
+  }
+  const bool mine = lane < p.top_k;
+  float w;
+  if (p.softmax) {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j)
+      if (lane + 32 * j < E) s += expf(v[j] - top_val);
+    s = detail::warp_sum(s);
+    w = expf(my_val - top_val) / s;
+  } else {
+    w = 1.0f / (1.0f + expf(-my_val));
+  }
+  if (p.renormalize) w = w / detail::warp_sum(mine ? w : 0.f);
+  if (mine) {
+    p.topk_ids[t * p.top_k + lane] = my_id;
+    p.topk_weights[t * p.top_k + lane] = w;
+  }
+}
+
+__device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int n = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += n;
+  }
+  return v;
+}
+
+// Groups all (token, slot) pairs by expert, in pair order within an expert: a token picks an
+// expert at most once, so a pair's rank inside its expert is the number of earlier tokens in
+// that expert's membership bitmask.
+__device__ void group_pairs(const RouteParams& p) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int E = p.experts, Et = p.experts + p.shared, W = p.bit_words, k = p.top_k;
+  const int slots = k + p.shared;
+  // Membership bitmasks: routed from topk_ids, shared experts hold every token.
+  for (int i = threadIdx.x; i < Et * W; i += blockDim.x) {
+    const int e = i / W, w = i % W;
+    std::uint32_t bits = 0;
+    if (e >= E) {
+      const int left = p.m - 32 * w;
+      bits = left >= 32 ? 0xFFFFFFFFu : ((1u << left) - 1u);
+    }
+    p.membership[i] = bits;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < p.m * k; i += blockDim.x) {
+    const int t = i / k;
+    const int e = __ldcg(p.topk_ids + i);
+    atomicOr(p.membership + e * W + (t >> 5), 1u << (t & 31));
+  }
+  __syncthreads();
+  for (int e = warp; e < Et; e += kRouteWarps) {
+    int run = 0;
+    for (int w0 = 0; w0 < W; w0 += 32) {
+      const int w = w0 + lane;
+      const int c = w < W ? __popc(__ldcg(p.membership + e * W + w)) : 0;
+      const int incl = warp_inclusive_scan(c, lane);
+      if (w < W) p.membership_prefix[e * W + w] = run + incl - c;
+      run += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (lane == 0) p.counts[e] = run;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    int base_off = 0, base_act = 0, base_tiles = 0;
+    for (int e0 = 0; e0 < Et; e0 += 32) {
+      const int e = e0 + lane;
+      const int c = e < Et ? p.counts[e] : 0;
+      const int act = c > 0;
+      const int tl = (c + kTensorCoreTileRows - 1) / kTensorCoreTileRows;
+      const int ic = warp_inclusive_scan(c, lane);
+      const int ia = warp_inclusive_scan(act, lane);
+      const int it = warp_inclusive_scan(tl, lane);
+      if (e < Et) {
+        const int off = base_off + ic - c;
+        p.offsets[e] = off;
+        if (act) p.active[base_act + ia - 1] = e;
+        const int tb = base_tiles + it - tl;
+        for (int i = 0; i < tl; ++i) p.tiles[tb + i] = make_int2(e, off + i * kTensorCoreTileRows);
+      }
+      base_off += __shfl_sync(0xffffffffu, ic, 31);
+      base_act += __shfl_sync(0xffffffffu, ia, 31);
+      base_tiles += __shfl_sync(0xffffffffu, it, 31);
+    }
+    if (lane == 0) {
+      p.offsets[Et] = base_off;
+      *p.num_active = base_act;
+      *p.num_tiles = base_tiles;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < p.m * slots; i += blockDim.x) {
+    const int t = i / slots, s = i % slots;
+    const int e = s < k ? __ldcg(p.topk_ids + t * k + s) : E + (s - k);
+    const int w = t >> 5;
+    const std::uint32_t below = __ldcg(p.membership + e * W + w) & ((1u << (t & 31)) - 1u);
+    const int pos = p.offsets[e] + p.membership_prefix[e * W + w] + __popc(below);
+    p.sorted_pairs[pos] = i;
+    p.pair_position[i] = pos;
+  }
+}
+
+__global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int e = blockIdx.x * kRouteWarps + warp;
+  const int t0 = blockIdx.y * kRouteTokens;
+  const int tn = min(kRouteTokens, p.m - t0);
+  if (e < p.experts) {
+    float acc[kRouteTokens];
+#pragma unroll
+    for (int t = 0; t < kRouteTokens; ++t) acc[t] = 0.f;
+    const uint4* r = reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(e) * p.hidden);
+    const uint4* xs = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t0) * p.hidden);
+    const int vecs = p.hidden / 8;
+#pragma unroll 4
+    for (int v = lane; v < vecs; v += 32) {
+      const uint4 w = __ldg(r + v);
+#pragma unroll
+      for (int t = 0; t < kRouteTokens; ++t)
+        if (t < tn) acc[t] = detail::dot8_bf16(w, __ldg(xs + static_cast<std::size_t>(t) * vecs + v), acc[t]);
+    }
+    const float b = p.bias ? p.bias[e] : 0.f;
+#pragma unroll
+    for (int t = 0; t < kRouteTokens; ++t) {
+      if (t < tn) {
+        const float s = detail::warp_sum(acc[t]);
+        if (lane == 0) p.logits[static_cast<std::size_t>(t0 + t) * p.experts + e] = s + b;
+      }
+    }
+  }
+  // Last expert block of this token tile ranks its tokens.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.counters + 1 + blockIdx.y, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int t = t0 + warp; t < t0 + tn; t += kRouteWarps) rank_token(p, t, lane);
+  // Last tile groups every pair.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.counters, 1u) == gridDim.y - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  group_pairs(p);
+}
+
+}  // namespace
+
+void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  const MoeDims& d = a.dims;
+  RouteParams p{};
+  p.x = a.x;
+  p.router = a.router;
+  p.bias = a.router_bias;
+  p.m = a.m;
+  p.hidden = d.hidden;
+  p.experts = d.experts;
+  p.shared = d.shared;
+  p.top_k = d.top_k;
+  p.bit_words = l.bit_words;
+  p.softmax = d.scoring == Scoring::softmax;
+  p.renormalize = d.renormalize;
+  void* s = a.scratch;
+  p.logits = l.at<float>(s, l.logits);
+  p.topk_ids = l.at<int>(s, l.topk_ids);
+  p.topk_weights = l.at<float>(s, l.topk_weights);
+  p.counts = l.at<int>(s, l.expert_counts);
+  p.offsets = l.at<int>(s, l.expert_offsets);
+  p.num_active = l.at<int>(s, l.num_active);
+  p.active = l.at<int>(s, l.active_experts);
+  p.num_tiles = l.at<int>(s, l.num_tiles);
+  p.tiles = l.at<int2>(s, l.tiles);
+  p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
+  p.pair_position = l.at<int>(s, l.pair_position);
+  p.membership = l.at<std::uint32_t>(s, l.membership);
+  p.membership_prefix = l.at<int>(s, l.membership_prefix);
+  p.counters = l.at<unsigned int>(s, l.done_counters);
+  MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
+  const dim3 grid((d.experts + kRouteWarps - 1) / kRouteWarps, l.route_tiles);
+  if (grid.y > 65535)
+    throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
+  route_kernel<<<grid, kRouteThreads, 0, stream>>>(p);
+  MOE_CHECK_LAUNCH("route_kernel");
+}
+
+}  // namespace moe::kernels

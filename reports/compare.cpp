@@ -1,0 +1,335 @@
+#include "reports/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "common/errors.hpp"
+#include "reports/table.hpp"
+
+namespace moe::report {
+
+using nlohmann::json;
+
+std::string to_string(ComparedMetric m) {
+  switch (m) {
+    case ComparedMetric::gpu_time: return "gpu";
+    case ComparedMetric::host_time: return "host";
+    case ComparedMetric::gbps: return "gbps";
+  }
+  return "gpu";
+}
+
+std::string display_name(ComparedMetric m) {
+  switch (m) {
+    case ComparedMetric::gpu_time: return "GPU time (us)";
+    case ComparedMetric::host_time: return "host enqueue time (us)";
+    case ComparedMetric::gbps: return "GB/s";
+  }
+  return "";
+}
+
+ComparedMetric compared_metric_from_string(const std::string& s) {
+  if (s == "gpu") return ComparedMetric::gpu_time;
+  if (s == "host") return ComparedMetric::host_time;
+  if (s == "gbps") return ComparedMetric::gbps;
+  throw UsageError("--metric '" + s + "' is not valid; valid: gpu, host, gbps");
+}
+
+std::string to_string(Change c) {
+  switch (c) {
+    case Change::faster: return "FASTER";
+    case Change::slower: return "SLOWER";
+    case Change::same: return "SAME";
+    case Change::ambiguous: return "AMBIGUOUS";
+  }
+  return "AMBIGUOUS";
+}
+
+void CompareOptions::validate() const {
+  if (metrics.empty()) throw UsageError("--metric must name at least one of gpu, host, gbps");
+  if (!(min_effect > 0 && min_effect < 1))
+    throw UsageError("--threshold " + fmt(100 * min_effect) +
+                     " is out of range: a percentage above 0 and below 100");
+  if (!(confidence >= 0.5 && confidence < 1))
+    throw UsageError("--confidence " + fmt(confidence) + " is out of range: 0.5 <= c < 1");
+  if (min_samples_for_rank_test < 2)
+    throw UsageError("--min-samples " + std::to_string(min_samples_for_rank_test) +
+                     " is out of range: at least 2");
+}
+
+std::size_t Comparison::count(Change c) const {
+  std::size_t n = 0;
+  for (const CaseComparison& cc : cases)
+    for (const MetricComparison& m : cc.metrics) n += m.change == c;
+  return n;
+}
+
+bool Comparison::regressed() const {
+  for (const VerdictChange& v : verdict_changes)
+    if (v.worse()) return true;
+  return count(Change::slower) > 0;
+}
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return percentile_sorted(v, 0.5);
+}
+
+std::string pct(double fraction) {
+  std::ostringstream s;
+  s << (fraction >= 0 ? "+" : "") << fmt(100 * fraction, 2) << '%';
+  return s.str();
+}
+
+// Which way is better: times fall, bandwidth rises.
+bool higher_is_better(ComparedMetric m) { return m == ComparedMetric::gbps; }
+
+const Measurement* primary_measurement(const CaseResult& c) {
+  auto it = c.measurements.find("main");
+  if (it == c.measurements.end() && c.measurements.size() == 1) it = c.measurements.begin();
+  return it == c.measurements.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+std::vector<double> metric_series(const CaseResult& c, const std::string& measurement,
+                                  ComparedMetric metric) {
+  auto it = c.measurements.find(measurement);
+  if (it == c.measurements.end()) return {};
+  const Measurement& m = it->second;
+  switch (metric) {
+    case ComparedMetric::gpu_time: return m.gpu_time_us;
+    case ComparedMetric::host_time: return m.host_time_us;
+    case ComparedMetric::gbps: {
+      // The reported GB/s belongs to the primary measurement (bytes over its median time).
+      auto g = c.metrics.find("gbps");
+      if (g == c.metrics.end() || primary_measurement(c) != &m || m.gpu_time_us.empty())
+        return {};
+      const double median = median_of(m.gpu_time_us);
+      std::vector<double> out;
+      out.reserve(m.gpu_time_us.size());
+      for (double t : m.gpu_time_us)
+        if (t > 0) out.push_back(g->second.value * median / t);
+      return out;
+    }
+  }
+  return {};
+}
+
+MetricComparison compare_series(const std::vector<double>& base, const std::vector<double>& head,
+                                ComparedMetric metric, const CompareOptions& o) {
+  MetricComparison r;
+  r.metric = metric;
+  r.base_samples = base.size();
+  r.head_samples = head.size();
+  r.base_series = base;
+  r.head_series = head;
+  if (base.empty() || head.empty()) {
+    r.change = Change::ambiguous;
+    r.why = "no samples in " + std::string(base.empty() ? "base" : "head");
+    return r;
+  }
+  r.base_median = median_of(base);
+  r.head_median = median_of(head);
+  const double scale = r.base_median != 0 ? std::abs(r.base_median) : 1;
+  const double t = o.min_effect;
+  // Worse means slower for a time, lower for a bandwidth: `sign` turns a shift into "worse".
+  const double sign = higher_is_better(metric) ? -1 : 1;
+
+  const bool enough = base.size() >= o.min_samples_for_rank_test &&
+                      head.size() >= o.min_samples_for_rank_test;
+  if (enough) {
+    const RankTest test = rank_test(base, head, o.confidence);
+    r.method = "rank";
+    r.p_value = test.p_value;
+    r.relative_change = test.shift / scale;
+    r.relative_low = test.shift_low / scale;
+    r.relative_high = test.shift_high / scale;
+    const bool significant = r.relative_low > 0 || r.relative_high < 0;
+    const std::string interval = "shift " + pct(r.relative_change) + ", " +
+                                 fmt(100 * o.confidence, 3) + "% interval [" +
+                                 pct(r.relative_low) + ", " + pct(r.relative_high) + "]";
+    if (significant && std::abs(r.relative_change) >= t) {
+      r.change = sign * r.relative_change > 0 ? Change::slower : Change::faster;
+      r.why = interval + " excludes 0 and the shift is at least " + fmt(100 * t, 2) + "%";
+    } else if (std::abs(r.relative_change) < t && r.relative_low > -t && r.relative_high < t) {
+      r.change = Change::same;
+      r.why = interval + " lies within +-" + fmt(100 * t, 2) + "%";
+    } else {
+      r.change = Change::ambiguous;
+      r.why = interval + (significant ? " is significant but straddles the " + fmt(100 * t, 2) +
+                                            "% threshold"
+                                      : " is too wide to tell: the samples overlap");
+    }
+    return r;
+  }
+
+  // Range rule for few samples: a change counts only when the ranges do not touch.
+  r.method = "range";
+  const auto [bmin, bmax] = std::minmax_element(base.begin(), base.end());
+  const auto [hmin, hmax] = std::minmax_element(head.begin(), head.end());
+  r.relative_change = (r.head_median - r.base_median) / scale;
+  r.relative_low = (*hmin - *bmax) / scale;
+  r.relative_high = (*hmax - *bmin) / scale;
+  const std::string shift = "median shift " + pct(r.relative_change) + " (" +
+                            std::to_string(base.size()) + " vs " + std::to_string(head.size()) +
+                            " samples: range rule)";
+  if (std::abs(r.relative_change) < t) {
+    r.change = Change::same;
+    r.why = shift + " is below " + fmt(100 * t, 2) + "%";
+  } else if (*hmin > *bmax || *hmax < *bmin) {
+    r.change = sign * r.relative_change > 0 ? Change::slower : Change::faster;
+    r.why = shift + ", the [min, max] ranges are disjoint";
+  } else {
+    r.change = Change::ambiguous;
+    r.why = shift + ", but the [min, max] ranges overlap";
+  }
+  return r;
+}
+
+Comparison compare_reports(const Report& base, const Report& head, const CompareOptions& options,
+                           std::string base_label, std::string head_label) {
+  options.validate();
+  Comparison out;
+  out.options = options;
+  out.base = &base;
+  out.head = &head;
+  out.base_label = std::move(base_label);
+  out.head_label = std::move(head_label);
+  out.environment = environment_differences(base, head);
+
+  std::map<std::string, const CaseResult*> base_by_key;
+  for (const CaseResult& c : base.cases) {
+    if (!base_by_key.emplace(c.key(), &c).second)
+      out.warnings.push_back("base has case " + c.key() + " twice; the first one is compared");
+  }
+  std::map<std::string, const CaseResult*> head_by_key;
+  for (const CaseResult& c : head.cases) {
+    if (!head_by_key.emplace(c.key(), &c).second) {
+      out.warnings.push_back("head has case " + c.key() + " twice; the first one is compared");
+      continue;
+    }
+    auto b = base_by_key.find(c.key());
+    if (b == base_by_key.end()) {
+      out.only_in_head.push_back(c.key());
+      continue;
+    }
+    CaseComparison cc{c.key(), b->second, &c, {}};
+    if (b->second->verdict != c.verdict)
+      out.verdict_changes.push_back({c.key(), b->second->verdict, c.verdict, c.reason});
+    for (const auto& [name, hm] : c.measurements) {
+      if (!b->second->measurements.contains(name)) continue;
+      const Measurement& bm = b->second->measurements.at(name);
+      for (const auto* m : {&bm, &hm}) {
+        if (m->throttled_samples() > 0)
+          out.warnings.push_back(std::string(m == &bm ? "base" : "head") + " case " + c.key() +
+                                 " [" + name + "]: " + std::to_string(m->throttled_samples()) +
+                                 " of " + std::to_string(m->samples()) +
+                                 " samples ran with the clocks throttled");
+      }
+      for (ComparedMetric metric : options.metrics) {
+        std::vector<double> bs = metric_series(*b->second, name, metric);
+        std::vector<double> hs = metric_series(c, name, metric);
+        if (bs.empty() && hs.empty()) continue;  // not applicable (no GB/s for this case)
+        MetricComparison mc = compare_series(bs, hs, metric, options);
+        mc.measurement = name;
+        cc.metrics.push_back(std::move(mc));
+      }
+    }
+    out.cases.push_back(std::move(cc));
+  }
+  for (const CaseResult& c : base.cases)
+    if (!head_by_key.contains(c.key()) &&
+        std::find(out.only_in_base.begin(), out.only_in_base.end(), c.key()) ==
+            out.only_in_base.end())
+      out.only_in_base.push_back(c.key());
+  // Verdicts that got worse first, then the other changes, each in head order.
+  std::stable_sort(out.verdict_changes.begin(), out.verdict_changes.end(),
+                   [](const VerdictChange& a, const VerdictChange& b) {
+                     return a.worse() > b.worse();
+                   });
+  return out;
+}
+
+std::string signed_percent(double fraction) { return pct(fraction); }
+
+std::vector<ComparisonRow> rows_by_importance(const Comparison& c) {
+  std::vector<ComparisonRow> rows;
+  for (const CaseComparison& cc : c.cases)
+    for (const MetricComparison& m : cc.metrics) rows.push_back({&cc, &m});
+  auto rank = [](Change ch) {
+    switch (ch) {
+      case Change::slower: return 0;
+      case Change::faster: return 1;
+      case Change::ambiguous: return 2;
+      case Change::same: return 3;
+    }
+    return 3;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const ComparisonRow& a, const ComparisonRow& b) {
+    return rank(a.metric->change) < rank(b.metric->change);
+  });
+  return rows;
+}
+
+json to_json(const Comparison& c) {
+  json cases = json::array();
+  for (const CaseComparison& cc : c.cases) {
+    json metrics = json::array();
+    for (const MetricComparison& m : cc.metrics)
+      metrics.push_back({{"measurement", m.measurement},
+                         {"metric", to_string(m.metric)},
+                         {"change", to_string(m.change)},
+                         {"base_samples", m.base_samples},
+                         {"head_samples", m.head_samples},
+                         {"base_median", m.base_median},
+                         {"head_median", m.head_median},
+                         {"relative_change", m.relative_change},
+                         {"relative_interval", {m.relative_low, m.relative_high}},
+                         {"p_value", m.p_value},
+                         {"method", m.method},
+                         {"why", m.why}});
+    cases.push_back({{"key", cc.key},
+                     {"base_verdict", to_string(cc.base->verdict)},
+                     {"head_verdict", to_string(cc.head->verdict)},
+                     {"metrics", metrics}});
+  }
+  json verdicts = json::array();
+  for (const VerdictChange& v : c.verdict_changes)
+    verdicts.push_back({{"key", v.key},
+                        {"base", to_string(v.base)},
+                        {"head", to_string(v.head)},
+                        {"worse", v.worse()},
+                        {"head_reason", v.head_reason}});
+  json env = json::array();
+  for (const EnvironmentDifference& d : c.environment)
+    env.push_back({{"field", d.field}, {"base", d.base}, {"head", d.head},
+                   {"expected", d.expected}});
+  std::vector<std::string> metric_names;
+  for (ComparedMetric m : c.options.metrics) metric_names.push_back(to_string(m));
+  return json{{"schema", "moebench.comparison"},
+              {"schema_version", 1},
+              {"base", c.base_label},
+              {"head", c.head_label},
+              {"options", {{"metrics", metric_names},
+                           {"threshold", c.options.min_effect},
+                           {"confidence", c.options.confidence},
+                           {"min_samples_for_rank_test", c.options.min_samples_for_rank_test}}},
+              {"regressed", c.regressed()},
+              {"counts", {{"FASTER", c.count(Change::faster)},
+                          {"SLOWER", c.count(Change::slower)},
+                          {"SAME", c.count(Change::same)},
+                          {"AMBIGUOUS", c.count(Change::ambiguous)}}},
+              {"environment_differences", env},
+              {"warnings", c.warnings},
+              {"verdict_changes", verdicts},
+              {"cases", cases},
+              {"only_in_base", c.only_in_base},
+              {"only_in_head", c.only_in_head}};
+}
+
+}  // namespace moe::report

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test. GPU tests run where a GPU exists and are reported as
+# skipped (with the reason) where none does.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+cd "${MOEBENCH_BUILD_DIR:-$root/build}"
+ctest --output-on-failure --timeout "${MOEBENCH_TEST_TIMEOUT:-1500}" "$@"

@@ -1,0 +1,111 @@
+// Runs the real moebench binary: arguments, messages and exit codes as a user sees them.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "engine/device.hpp"
+#include "engine/fault_injection.hpp"
+#include "probes/probe.hpp"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  // MOEBENCH_BINARY in the environment wins, so the test runs from a copied build too.
+  const char* binary = std::getenv("MOEBENCH_BINARY");
+  const std::string cmd = std::string(binary ? binary : MOEBENCH_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool has_gpu() { return moe::Device::count() > 0; }
+
+}  // namespace
+
+TEST_CASE("an unknown probe is a usage error that lists the valid probes, and nothing runs") {
+  const Result r = run("run nosuch -o /tmp/moebench-cli-nosuch.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown probe 'nosuch'") != std::string::npos);
+  for (const moe::ProbeInfo& p : moe::all_probes())
+    CHECK_MESSAGE(r.out.find(std::string(p.name)) != std::string::npos, p.name);
+  CHECK_FALSE(std::filesystem::exists("/tmp/moebench-cli-nosuch.json"));
+}
+
+TEST_CASE("list shows every probe, shape and mutation with a description") {
+  const Result r = run("list");
+  CHECK(r.code == 0);
+  for (const moe::ProbeInfo& p : moe::all_probes()) {
+    CHECK(r.out.find(std::string(p.name)) != std::string::npos);
+    CHECK(r.out.find(std::string(p.description)) != std::string::npos);
+  }
+  for (const moe::MutationInfo& m : moe::all_mutations())
+    CHECK(r.out.find(std::string(m.name)) != std::string::npos);
+  CHECK(r.out.find("deepseek-v2-lite") != std::string::npos);
+  CHECK(run("list shapes").code == 0);
+  const Result bad = run("list colours");
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find("valid: probes, shapes, mutations") != std::string::npos);
+}
+
+TEST_CASE("bad values are refused with exit 2 before any device is touched") {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"run copy --m 0", "--m 0 is out of range"},
+      {"run copy --m -3", "out of range"},
+      {"run copy --m 100000000", "out of range"},
+      {"run copy --shape nope", "unknown shape 'nope'"},
+      {"run copy --weight-format fp8", "valid: bf16, int4"},
+      {"run copy --mode lazy", "valid: eager, graph"},
+      {"run copy --l2 warm", "valid: cold, hot"},
+      {"run copy --min-samples 0", "--min-samples 0"},
+      {"run copy --max-noise 0", "--max-noise"},
+      {"run copy --timeout -1", "--timeout"},
+      {"run copy --format yaml", "valid: table, json"},
+      {"run copy --mutation nosuch", "valid: static-resident-cache"},
+      {"run copy --device -1", "--device -1"},
+      {"run copy --m abc", "--m"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Result r = run(c.args);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("help and version exit 0; help documents the exit codes") {
+  const Result h = run("--help");
+  CHECK(h.code == 0);
+  CHECK(h.out.find("Exit codes") != std::string::npos);
+  CHECK(run("run --help").code == 0);
+  CHECK(run("--version").out.find("moebench") != std::string::npos);
+}
+
+TEST_CASE("without a GPU, run says so in one line and exits 3") {
+  if (has_gpu()) {
+    MESSAGE("a GPU is present: the no-GPU path is exercised on machines without one (CI)");
+    return;
+  }
+  const Result r = run("run -o /tmp/moebench-cli-nogpu.json");
+  CHECK(r.code == 3);
+  CHECK(r.out.find("no usable CUDA GPU") != std::string::npos);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}

@@ -1,0 +1,786 @@
+// GPU checks of the MoE forward: every stage and the whole layer against the float64 CPU
+// reference (kernels/moe/reference.hpp), on fresh inputs each case (seed printed; set
+// MOE_TEST_SEED to replay), outputs and scratch poisoned with 0xFF (NaN) before every run.
+//
+// Error bounds (and why):
+//  * logits: |gpu - ref| <= 1e-4 absolute. fp32 accumulation over H <= 7168 bf16 products of
+//    size ~1/sqrt(H) errs by ~1e-6; 1e-4 leaves two orders of margin.
+//  * routing: GPU top-k must equal the reference's, except at near-ties: where the reference
+//    logits of the two experts involved are within 2e-4 (twice the logit bound) either choice
+//    is right; the reference then follows the GPU's choice. Near-ties are counted and printed.
+//  * top-k weights: |gpu - ref(gpu ids)| <= 1e-4 (fp32 exp of fp32 logits).
+//  * grouping (counts, offsets, active list, tiles, sorted pairs, positions): exact.
+//  * h = silu(g) * u stored bf16, reference rounded the same way: element bound
+//    |d| <= 2^-7 |ref| + a * max|ref| with a = 1e-3 (bf16 weights, fp32 accumulation: only
+//    rounding-boundary flips of one bf16 ulp) or 5e-3 for int4 (the tensor-core path rounds
+//    q * scale to bf16 in shared memory: 2^-9 relative per weight).
+//  * down output (fp32) from the GPU's own h: element bound 1e-4 * max|ref| for bf16 and the
+//    int4 decode path (fp32 vs float64 accumulation only), 1e-2 * max|ref| for int4 on the
+//    tensor-core path (bf16-rounded dequantised weights).
+//  * combine (bf16 out) from the GPU's own down outputs and weights: |d| <= 2^-8 |ref| + 1e-7
+//    per element (one bf16 rounding; fp32 summation order can move it by one ulp).
+//  * whole layer vs the independent reference: ||out - ref|| / ||ref|| < 1e-2 for bf16 (the
+//    bf16 output rounding alone gives ~1.1e-3, h flips add less) and < 2e-2 for int4; plus
+//    max |d| <= 5e-2 * max|ref| so a lost column or token cannot hide in the norm.
+// Large shapes at large M: the CPU reference for every token would take minutes, so a sample
+// of tokens is checked there (first, last and random ones; the count is printed). Grouping,
+// NaN poisoning and determinism are checked on every token.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cuda_check.hpp"
+#include "common/cuda_event.hpp"
+#include <memory>
+#include "kernels/bandwidth/bandwidth_kernels.hpp"
+#include "kernels/moe/bf16.hpp"
+#include "kernels/moe/forward.hpp"
+#include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/generate.hpp"
+#include "kernels/moe/generator.hpp"
+#include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/reference.hpp"
+#include "support/gpu_test.hpp"
+
+using namespace moe::kernels;
+
+namespace {
+
+// ---------------------------------------------------------------- device memory helpers
+struct DeviceBuffer {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t n) : bytes(n) {
+    if (n) MOE_CUDA_CHECK(cudaMalloc(&p, n));
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = nullptr; o.bytes = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(p, o.p);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+  template <class T>
+  T* as() const { return static_cast<T*>(p); }
+};
+
+template <class T>
+std::vector<T> download(const void* src, std::size_t count) {
+  std::vector<T> v(count);
+  if (count) MOE_CUDA_CHECK(cudaMemcpy(v.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+std::uint64_t base_seed() {
+  static const std::uint64_t s = [] {
+    const char* env = std::getenv("MOE_TEST_SEED");
+    const std::uint64_t v = env ? std::strtoull(env, nullptr, 0) : std::random_device{}();
+    std::printf("test_moe_kernels: MOE_TEST_SEED=%llu\n", static_cast<unsigned long long>(v));
+    return v;
+  }();
+  return s;
+}
+
+std::uint64_t case_seed() {
+  static std::uint64_t n = 0;
+  return mix64(base_seed() + 0x1234 * ++n);
+}
+
+// ---------------------------------------------------------------- a layer's weights
+struct TestLayer {
+  MoeDims dims;
+  std::uint64_t seed = 0;
+  std::vector<DeviceBuffer> buffers;
+  DeviceBuffer router;
+  DeviceBuffer tables;
+  ExpertTable table;
+
+  TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream) : dims(d), seed(s) {
+    const int et = d.total_experts();
+    std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
+    for (int e = 0; e < et; ++e) {
+      for (int which = 0; which < 2; ++which) {
+        const TensorKind kind = which == 0 ? TensorKind::gate_up : TensorKind::down;
+        buffers.emplace_back(expert_weight_bytes(d, kind));
+        void* w = buffers.back().p;
+        void* sc = nullptr;
+        if (d.format == WeightFormat::int4) {
+          buffers.emplace_back(expert_scale_bytes(d, kind));
+          sc = buffers.back().p;
+        }
+        generate_expert_tensor(d, kind, seed, e, w, sc, stream);
+        ptrs[(which * 2) * et + e] = w;
+        ptrs[(which * 2 + 1) * et + e] = sc;
+      }
+    }
+    router = DeviceBuffer(router_bytes(d));
+    generate_router(d, seed, router.as<__nv_bfloat16>(), stream);
+    tables = DeviceBuffer(ptrs.size() * sizeof(void*));
+    MOE_CUDA_CHECK(cudaMemcpy(tables.p, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    const void* const* t = tables.as<const void* const>();
+    table.gate_up = t;
+    table.gate_up_scales = d.format == WeightFormat::int4 ? t + et : nullptr;
+    table.down = t + 2 * et;
+    table.down_scales = d.format == WeightFormat::int4 ? t + 3 * et : nullptr;
+    MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  std::size_t expert_bytes() const {
+    return expert_weight_bytes(dims, TensorKind::gate_up) + expert_scale_bytes(dims, TensorKind::gate_up) +
+           expert_weight_bytes(dims, TensorKind::down) + expert_scale_bytes(dims, TensorKind::down);
+  }
+};
+
+struct Shape {
+  const char* name;
+  MoeDims dims;
+};
+
+MoeDims make_dims(int h, int i, int e, int k, int s, Scoring sc = Scoring::softmax, bool renorm = true) {
+  MoeDims d;
+  d.hidden = h;
+  d.inter = i;
+  d.experts = e;
+  d.top_k = k;
+  d.shared = s;
+  d.scoring = sc;
+  d.renormalize = renorm;
+  return d;
+}
+
+std::vector<Shape> tiny_shapes() {
+  return {{"tiny", make_dims(128, 64, 8, 2, 1)},
+          // partial int4 groups (96 < 128, 160 = 128 + 32), sigmoid without renormalisation
+          {"tiny-sigmoid", make_dims(96, 160, 16, 4, 0, Scoring::sigmoid, false)}};
+}
+
+std::vector<Shape> model_shapes() {
+  return {{"deepseek-v2-lite", make_dims(2048, 1408, 64, 6, 2)},
+          {"qwen3-30b-a3b", make_dims(2048, 768, 128, 8, 0)},
+          {"mixtral-8x7b", make_dims(4096, 14336, 8, 2, 0)},
+          {"gpt-oss-20b", make_dims(2880, 2880, 32, 4, 0)},
+          {"glm-4.5-air", make_dims(4096, 1408, 128, 8, 1)},
+          {"deepseek-v3", make_dims(7168, 2048, 256, 8, 1)}};
+}
+
+const std::vector<int> kTestMs = {1, 2, 3, 4, 5, 8, 16, 33, 64, 256, 1024};
+
+// ---------------------------------------------------------------- parallel helper
+template <class F>
+void parallel_for(int n, F&& f) {
+  const int nt = std::max(1, std::min<int>(n, static_cast<int>(std::thread::hardware_concurrency())));
+  if (nt <= 1 || n < 64) {
+    for (int i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < nt; ++t)
+    pool.emplace_back([&, t] {
+      for (int i = t; i < n; i += nt) f(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+// ---------------------------------------------------------------- one forward and its check
+enum class Routing { uniform, skewed };
+const char* routing_name(Routing r) { return r == Routing::uniform ? "uniform" : "skewed"; }
+
+struct Tolerances {
+  double h_abs_of_max, down_abs_of_max, layer_rel_l2, layer_abs_of_max;
+};
+
+Tolerances tolerances(WeightFormat f, ForwardPath resolved) {
+  if (f == WeightFormat::bf16) return {1e-3, 1e-4, 1e-2, 5e-2};
+  return {5e-3, resolved == ForwardPath::tensor_core ? 1e-2 : 1e-4, 2e-2, 5e-2};
+}
+
+struct Forward {
+  const TestLayer& layer;
+  int m;
+  DeviceBuffer x, out, scratch, bias;
+  ScratchLayout layout;
+  MoeForwardArgs args;
+
+  Forward(const TestLayer& l, int m_, std::uint64_t xseed, const std::vector<float>* bias_host,
+          ForwardPath path, cudaStream_t stream)
+      : layer(l), m(m_), x(input_bytes(l.dims, m_)), out(input_bytes(l.dims, m_)),
+        scratch(forward_scratch_bytes(l.dims, m_)), layout(scratch_layout(l.dims, m_)) {
+    generate_input(l.dims, m, xseed, x.as<__nv_bfloat16>(), stream);
+    if (bias_host) {
+      bias = DeviceBuffer(bias_host->size() * sizeof(float));
+      MOE_CUDA_CHECK(cudaMemcpy(bias.p, bias_host->data(), bias.bytes, cudaMemcpyHostToDevice));
+    }
+    args.dims = l.dims;
+    args.m = m;
+    args.x = x.as<__nv_bfloat16>();
+    args.out = out.as<__nv_bfloat16>();
+    args.router = l.router.as<__nv_bfloat16>();
+    args.router_bias = bias_host ? bias.as<float>() : nullptr;
+    args.experts = l.table;
+    args.scratch = scratch.p;
+    args.scratch_bytes = scratch.bytes;
+    args.path = path;
+  }
+
+  void poison(cudaStream_t stream) {
+    MOE_CUDA_CHECK(cudaMemsetAsync(out.p, 0xFF, out.bytes, stream));
+    MOE_CUDA_CHECK(cudaMemsetAsync(scratch.p, 0xFF, scratch.bytes, stream));
+  }
+  void run(cudaStream_t stream) {
+    poison(stream);
+    enqueue_moe_forward(args, stream);
+    MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  template <class T>
+  std::vector<T> scratch_vec(std::size_t offset, std::size_t count) const {
+    return download<T>(static_cast<const char*>(scratch.p) + offset, count);
+  }
+  std::vector<std::uint16_t> out_bits() const { return download<std::uint16_t>(out.p, out.bytes / 2); }
+};
+
+std::vector<float> skew_bias(const MoeDims& d, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int> order(d.experts);
+  for (int e = 0; e < d.experts; ++e) order[e] = e;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<float> b(d.experts, 0.f);
+  for (int i = 0; i < d.top_k; ++i) b[order[i]] = 8.f;  // every token picks these
+  if (d.top_k < d.experts) b[order[d.top_k]] = -30.f;   // and never this one
+  return b;
+}
+
+std::vector<int> sample_tokens(int m, int cap, std::uint64_t seed) {
+  if (m <= cap) {
+    std::vector<int> all(m);
+    for (int t = 0; t < m; ++t) all[t] = t;
+    return all;
+  }
+  std::set<int> s = {0, m - 1};
+  std::mt19937_64 rng(seed);
+  while (static_cast<int>(s.size()) < cap) s.insert(static_cast<int>(rng() % m));
+  return {s.begin(), s.end()};
+}
+
+struct CaseStats {
+  int sampled = 0, near_ties = 0;
+  double layer_rel = 0;
+};
+
+// Runs one forward on fresh inputs and checks every stage; returns stats for the summary.
+CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath path, int sample_cap,
+                        cudaStream_t stream, bool check_repeat = true) {
+  const MoeDims& d = L.dims;
+  const std::uint64_t xseed = case_seed();
+  CAPTURE(xseed);
+  std::vector<float> bias;
+  if (routing == Routing::skewed) bias = skew_bias(d, xseed);
+  Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream);
+  const ForwardPath resolved = resolve_forward_path(f.args);
+  const Tolerances tol = tolerances(d.format, resolved);
+  f.run(stream);
+  const ScratchLayout& lay = f.layout;
+  const int k = d.top_k, slots = lay.slots, et = d.total_experts(), H = d.hidden, I = d.inter;
+  CaseStats st;
+
+  // Whole output: no poison left (every element written, nothing NaN).
+  const std::vector<std::uint16_t> out = f.out_bits();
+  std::size_t nan_count = 0;
+  for (std::uint16_t b : out) nan_count += std::isnan(bf16_bits_to_float(b)) ? 1 : 0;
+  CHECK_MESSAGE(nan_count == 0, nan_count << " NaN/poisoned output elements");
+
+  // Grouping: exact, all tokens.
+  const auto ids = f.scratch_vec<int>(lay.topk_ids, static_cast<std::size_t>(m) * k);
+  const auto wts = f.scratch_vec<float>(lay.topk_weights, static_cast<std::size_t>(m) * k);
+  bool ids_in_range = true;
+  for (int t = 0; t < m; ++t) {
+    std::set<int> seen;
+    for (int r = 0; r < k; ++r) {
+      const int e = ids[t * k + r];
+      if (e < 0 || e >= d.experts || !seen.insert(e).second) ids_in_range = false;
+    }
+  }
+  CHECK_MESSAGE(ids_in_range, "top-k ids out of range or repeated");
+  if (!ids_in_range) return st;
+  const ref::Grouping g = ref::group_pairs(d, m, ids);
+  CHECK(f.scratch_vec<int>(lay.expert_counts, et) == g.counts);
+  CHECK(f.scratch_vec<int>(lay.expert_offsets, et + 1) == g.offsets);
+  const int num_active = f.scratch_vec<int>(lay.num_active, 1)[0];
+  CHECK(num_active == static_cast<int>(g.active.size()));
+  CHECK(f.scratch_vec<int>(lay.active_experts, g.active.size()) == g.active);
+  CHECK(f.scratch_vec<int>(lay.sorted_pairs, lay.pairs) == g.sorted_pairs);
+  const auto pos = f.scratch_vec<int>(lay.pair_position, lay.pairs);
+  CHECK(pos == g.pair_position);
+  {
+    std::vector<int> expect_tiles;
+    for (int e : g.active)
+      for (int p = g.offsets[e]; p < g.offsets[e + 1]; p += kTensorCoreTileRows) {
+        expect_tiles.push_back(e);
+        expect_tiles.push_back(p);
+      }
+    const int num_tiles = f.scratch_vec<int>(lay.num_tiles, 1)[0];
+    CHECK(num_tiles * 2 == static_cast<int>(expect_tiles.size()));
+    CHECK(num_tiles <= lay.max_tiles);
+    CHECK(f.scratch_vec<int>(lay.tiles, expect_tiles.size()) == expect_tiles);
+  }
+  if (routing == Routing::skewed) {
+    const std::vector<float> b = bias;
+    for (int t = 0; t < m; ++t)
+      for (int r = 0; r < k; ++r) CHECK(b[ids[t * k + r]] == 8.f);
+  }
+
+  // Sampled tokens: logits, routing, h, down, combine, layer.
+  const std::vector<int> tokens = sample_tokens(m, sample_cap, xseed ^ 77);
+  const int n = static_cast<int>(tokens.size());
+  st.sampled = n;
+  std::vector<float> xs(static_cast<std::size_t>(n) * H);
+  for (int i = 0; i < n; ++i) input_row_host(d, xseed, tokens[i], xs.data() + static_cast<std::size_t>(i) * H);
+  const std::vector<double> rl = ref::router_logits(d, L.seed, xs, n, bias.empty() ? nullptr : bias.data());
+  std::vector<int> use_ids(static_cast<std::size_t>(n) * k);
+  std::vector<double> use_w(static_cast<std::size_t>(n) * k);
+  double max_logit_err = 0, max_w_err = 0;
+  for (int i = 0; i < n; ++i) {
+    const int t = tokens[i];
+    const double* lt = rl.data() + static_cast<std::size_t>(i) * d.experts;
+    const auto gl = f.scratch_vec<float>(lay.logits + sizeof(float) * static_cast<std::size_t>(t) * d.experts, d.experts);
+    for (int e = 0; e < d.experts; ++e) max_logit_err = std::max(max_logit_err, std::abs(gl[e] - lt[e]));
+    std::vector<int> rid(k);
+    std::vector<double> rw(k);
+    ref::route_token(d, lt, rid.data(), rw.data());
+    bool same = true, near = true;
+    for (int r = 0; r < k; ++r) {
+      const int ge = ids[t * k + r];
+      if (ge != rid[r]) {
+        same = false;
+        if (std::abs(lt[ge] - lt[rid[r]]) > 2e-4) near = false;
+      }
+    }
+    if (!same) {
+      CHECK_MESSAGE(near, "token " << t << ": GPU routing differs from the reference beyond a near-tie");
+      ++st.near_ties;
+    }
+    std::copy_n(ids.begin() + t * k, k, use_ids.begin() + i * k);
+    ref::weights_for_ids(d, lt, use_ids.data() + i * k, use_w.data() + i * k);
+    for (int r = 0; r < k; ++r) max_w_err = std::max(max_w_err, std::abs(wts[t * k + r] - use_w[i * k + r]));
+  }
+  CHECK_MESSAGE(max_logit_err <= 1e-4, "max logit error " << max_logit_err);
+  CHECK_MESSAGE(max_w_err <= 1e-4, "max top-k weight error " << max_w_err);
+
+  // Per expert: the sampled (token, slot) pairs that use it.
+  std::map<int, std::vector<std::pair<int, int>>> users;  // expert -> (sample index, slot)
+  for (int i = 0; i < n; ++i)
+    for (int s = 0; s < slots; ++s) users[s < k ? use_ids[i * k + s] : d.experts + s - k].push_back({i, s});
+  std::vector<double> y_ref(static_cast<std::size_t>(n) * slots * H), y_gpu(y_ref.size());
+  double h_bad = 0, down_bad = 0;
+  std::size_t h_fail = 0, down_fail = 0;
+  for (auto& [e, u] : users) {
+    const int rows = static_cast<int>(u.size());
+    std::vector<float> x_rows(static_cast<std::size_t>(rows) * H), h_ref(static_cast<std::size_t>(rows) * I),
+        h_gpu(h_ref.size());
+    std::vector<std::size_t> prow(rows);
+    for (int r = 0; r < rows; ++r) {
+      std::copy_n(xs.data() + static_cast<std::size_t>(u[r].first) * H, H, x_rows.data() + static_cast<std::size_t>(r) * H);
+      prow[r] = static_cast<std::size_t>(pos[tokens[u[r].first] * slots + u[r].second]);
+      const auto hb = f.scratch_vec<std::uint16_t>(lay.h + 2 * prow[r] * I, I);
+      for (int j = 0; j < I; ++j) h_gpu[static_cast<std::size_t>(r) * I + j] = bf16_bits_to_float(hb[j]);
+    }
+    // gate_up + SwiGLU, rows split over threads.
+    parallel_for(I, [&](int j) {
+      std::vector<float> wg(H), wu(H);
+      expert_row_host(d, TensorKind::gate_up, L.seed, e, j, wg.data());
+      expert_row_host(d, TensorKind::gate_up, L.seed, e, static_cast<std::size_t>(I) + j, wu.data());
+      for (int r = 0; r < rows; ++r) {
+        const float* xr = x_rows.data() + static_cast<std::size_t>(r) * H;
+        double gg = 0, uu = 0;
+        for (int kk = 0; kk < H; ++kk) {
+          gg += double(xr[kk]) * wg[kk];
+          uu += double(xr[kk]) * wu[kk];
+        }
+        h_ref[static_cast<std::size_t>(r) * I + j] = round_to_bf16(static_cast<float>(gg / (1.0 + std::exp(-gg)) * uu));
+      }
+    });
+    double hmax = 0;
+    for (float v : h_ref) hmax = std::max(hmax, double(std::abs(v)));
+    for (std::size_t i = 0; i < h_ref.size(); ++i) {
+      const double dlt = std::abs(double(h_gpu[i]) - h_ref[i]);
+      const double lim = std::ldexp(std::abs(h_ref[i]), -7) + tol.h_abs_of_max * hmax;
+      if (!(dlt <= lim)) ++h_fail;
+      h_bad = std::max(h_bad, dlt / std::max(hmax, 1e-30));
+    }
+    // down from the reference h (layer) and from the GPU's h (stage).
+    std::vector<double> yr(static_cast<std::size_t>(rows) * H), yg(yr.size());
+    parallel_for(H, [&](int nrow) {
+      std::vector<float> w(I);
+      expert_row_host(d, TensorKind::down, L.seed, e, nrow, w.data());
+      for (int r = 0; r < rows; ++r) {
+        double a = 0, b = 0;
+        for (int j = 0; j < I; ++j) {
+          a += double(h_ref[static_cast<std::size_t>(r) * I + j]) * w[j];
+          b += double(h_gpu[static_cast<std::size_t>(r) * I + j]) * w[j];
+        }
+        yr[static_cast<std::size_t>(r) * H + nrow] = a;
+        yg[static_cast<std::size_t>(r) * H + nrow] = b;
+      }
+    });
+    double ymax = 0;
+    for (double v : yg) ymax = std::max(ymax, std::abs(v));
+    for (int r = 0; r < rows; ++r) {
+      const auto dg = f.scratch_vec<float>(lay.down_out + 4 * prow[r] * H, H);
+      for (int c = 0; c < H; ++c) {
+        const double ref = yg[static_cast<std::size_t>(r) * H + c];
+        const double dlt = std::abs(dg[c] - ref);
+        if (!(dlt <= tol.down_abs_of_max * ymax)) ++down_fail;
+        down_bad = std::max(down_bad, dlt / std::max(ymax, 1e-30));
+        const std::size_t dst = (static_cast<std::size_t>(u[r].first) * slots + u[r].second) * H + c;
+        y_gpu[dst] = dg[c];
+        y_ref[dst] = yr[static_cast<std::size_t>(r) * H + c];
+      }
+    }
+  }
+  CHECK_MESSAGE(h_fail == 0, h_fail << " h elements out of bound; worst |d|/max|h| " << h_bad);
+  CHECK_MESSAGE(down_fail == 0, down_fail << " down elements out of bound; worst |d|/max|y| " << down_bad);
+
+  // Combine from the GPU's own down outputs and weights: one bf16 rounding apart.
+  std::vector<double> gw(use_w.size());
+  for (int i = 0; i < n; ++i)
+    for (int r = 0; r < k; ++r) gw[i * k + r] = wts[tokens[i] * k + r];
+  const std::vector<double> comb = ref::combine(d, n, y_gpu, gw);
+  const std::vector<double> layer = ref::combine(d, n, y_ref, use_w);
+  std::size_t comb_fail = 0;
+  double num = 0, den = 0, maxd = 0, maxr = 0;
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < H; ++c) {
+      const double gv = bf16_bits_to_float(out[static_cast<std::size_t>(tokens[i]) * H + c]);
+      const double cv = comb[static_cast<std::size_t>(i) * H + c];
+      if (!(std::abs(gv - cv) <= std::ldexp(std::abs(cv), -8) + 1e-7)) ++comb_fail;
+      const double lv = layer[static_cast<std::size_t>(i) * H + c];
+      num += (gv - lv) * (gv - lv);
+      den += lv * lv;
+      maxd = std::max(maxd, std::abs(gv - lv));
+      maxr = std::max(maxr, std::abs(lv));
+    }
+  CHECK_MESSAGE(comb_fail == 0, comb_fail << " combine elements beyond one bf16 rounding");
+  st.layer_rel = std::sqrt(num / std::max(den, 1e-300));
+  CHECK_MESSAGE(st.layer_rel < tol.layer_rel_l2, "layer relative L2 error " << st.layer_rel);
+  CHECK_MESSAGE(maxd <= tol.layer_abs_of_max * maxr, "layer max |d| " << maxd << " vs max|ref| " << maxr);
+  CHECK(den > 0);
+
+  if (check_repeat) {  // same inputs, same bits
+    const auto ids1 = ids;
+    f.run(stream);
+    CHECK(f.out_bits() == out);
+    CHECK(f.scratch_vec<int>(lay.topk_ids, ids1.size()) == ids1);
+  }
+  return st;
+}
+
+std::string case_name(const char* shape, const MoeDims& d, int m, Routing r, ForwardPath p) {
+  return std::string(shape) + " " + std::string(to_string(d.format)) + " m=" + std::to_string(m) + " " +
+         routing_name(r) + " path=" + std::string(to_string(p));
+}
+
+struct StreamHolder {
+  cudaStream_t s = nullptr;
+  StreamHolder() { MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~StreamHolder() { cudaStreamDestroy(s); }
+};
+
+}  // namespace
+
+TEST_CASE("generation kernels match the host derivation") {
+  moe::test::test_device();
+  StreamHolder st;
+  for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+    MoeDims d = make_dims(2880, 160, 4, 2, 1);
+    d.format = fmt;
+    const std::uint64_t seed = case_seed();
+    CAPTURE(to_string(fmt));
+    for (TensorKind kind : {TensorKind::gate_up, TensorKind::down}) {
+      const TensorShape sh = expert_tensor_shape(d, kind);
+      DeviceBuffer w(expert_weight_bytes(d, kind)), s(expert_scale_bytes(d, kind));
+      generate_expert_tensor(d, kind, seed, 4, w.p, fmt == WeightFormat::int4 ? s.p : nullptr, st.s);
+      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+      std::vector<float> row(sh.k);
+      std::size_t bad = 0;
+      if (fmt == WeightFormat::bf16) {
+        const auto hw = download<std::uint16_t>(w.p, sh.rows * sh.k);
+        for (std::size_t r = 0; r < sh.rows; r += 7) {
+          expert_row_host(d, kind, seed, 4, r, row.data());
+          for (int c = 0; c < sh.k; ++c) bad += bf16_bits_to_float(hw[r * sh.k + c]) != row[c];
+        }
+      } else {
+        const auto hw = download<std::uint32_t>(w.p, sh.rows * sh.k / 8);
+        const auto hs = download<std::uint16_t>(s.p, sh.rows * int4_groups(sh.k));
+        for (std::size_t r = 0; r < sh.rows; r += 7) {
+          expert_row_host(d, kind, seed, 4, r, row.data());
+          for (int c = 0; c < sh.k; ++c) bad += int4_dequant(hw.data(), hs.data(), r, sh.k, c) != row[c];
+        }
+      }
+      CHECK(bad == 0);
+    }
+    DeviceBuffer router(router_bytes(d)), x(input_bytes(d, 3));
+    generate_router(d, seed, router.as<__nv_bfloat16>(), st.s);
+    generate_input(d, 3, seed + 1, x.as<__nv_bfloat16>(), st.s);
+    MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+    const auto hr = download<std::uint16_t>(router.p, static_cast<std::size_t>(d.experts) * d.hidden);
+    const auto hx = download<std::uint16_t>(x.p, static_cast<std::size_t>(3) * d.hidden);
+    std::vector<float> row(d.hidden);
+    std::size_t bad = 0;
+    for (int e = 0; e < d.experts; ++e) {
+      router_row_host(d, seed, e, row.data());
+      for (int c = 0; c < d.hidden; ++c) bad += bf16_bits_to_float(hr[e * d.hidden + c]) != row[c];
+    }
+    for (int t = 0; t < 3; ++t) {
+      input_row_host(d, seed + 1, t, row.data());
+      for (int c = 0; c < d.hidden; ++c) bad += bf16_bits_to_float(hx[t * d.hidden + c]) != row[c];
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both paths") {
+  moe::test::test_device();
+  StreamHolder st;
+  int cases = 0, ties = 0;
+  double worst = 0;
+  for (const Shape& sh : tiny_shapes())
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      const TestLayer layer(d, case_seed(), st.s);
+      for (int m : kTestMs)
+        for (Routing r : {Routing::uniform, Routing::skewed})
+          for (ForwardPath p : {ForwardPath::automatic, ForwardPath::decode, ForwardPath::tensor_core}) {
+            INFO(case_name(sh.name, d, m, r, p));
+            const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s);
+            ++cases;
+            ties += s.near_ties;
+            worst = std::max(worst, s.layer_rel);
+          }
+    }
+  MESSAGE("tiny shapes: " << cases << " cases, near-ties " << ties << ", worst layer rel L2 " << worst);
+}
+
+TEST_CASE("forward on the model shapes (brief section 8)") {
+  moe::test::test_device();
+  StreamHolder st;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Shape& sh : model_shapes())
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      const TestLayer layer(d, case_seed(), st.s);
+      // CPU reference cost per token ~ slots * 3*H*I; sample so a case stays well under a second.
+      const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
+      int ties = 0, sampled = 0;
+      double worst = 0;
+      for (int m : kTestMs)
+        for (Routing r : {Routing::uniform, Routing::skewed}) {
+          const int cap = r == Routing::skewed ? 4 : std::max(2, static_cast<int>(3e8 / per_token));
+          INFO(case_name(sh.name, d, m, r, ForwardPath::automatic));
+          const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, m <= 64);
+          ties += s.near_ties;
+          sampled += s.sampled;
+          worst = std::max(worst, s.layer_rel);
+        }
+      // One explicit tensor-core run at small M and one decode run at large M per shape.
+      {
+        INFO(case_name(sh.name, d, 8, Routing::uniform, ForwardPath::tensor_core));
+        check_forward(layer, 8, Routing::uniform, ForwardPath::tensor_core, 2, st.s, false);
+      }
+      {
+        INFO(case_name(sh.name, d, 256, Routing::skewed, ForwardPath::decode));
+        check_forward(layer, 256, Routing::skewed, ForwardPath::decode, 2, st.s, false);
+      }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      MESSAGE(sh.name << " " << to_string(fmt) << ": " << kTestMs.size() * 2 << " cases, " << sampled
+                      << " sampled tokens checked against the reference, near-ties " << ties
+                      << ", worst layer rel L2 " << worst << " (" << secs << " s so far)");
+    }
+}
+
+TEST_CASE("graph capture and replay give the eager bits, also after inputs change") {
+  moe::test::test_device();
+  StreamHolder st;
+  struct G {
+    const char* name;
+    MoeDims d;
+    int m;
+  };
+  std::vector<G> gs;
+  for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+    MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
+    tiny.format = lite.format = fmt;
+    gs.push_back({"tiny", tiny, 5});
+    gs.push_back({"deepseek-v2-lite", lite, 1});
+    gs.push_back({"deepseek-v2-lite", lite, 256});
+  }
+  for (const G& g : gs) {
+    INFO(g.name << " " << to_string(g.d.format) << " m=" << g.m);
+    const TestLayer layer(g.d, case_seed(), st.s);
+    const std::uint64_t xs1 = case_seed(), xs2 = case_seed();
+    Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s);
+    f.run(st.s);
+    const auto eager1 = f.out_bits();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    MOE_CUDA_CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
+    enqueue_moe_forward(f.args, st.s);
+    MOE_CUDA_CHECK(cudaStreamEndCapture(st.s, &graph));
+    MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    f.poison(st.s);
+    MOE_CUDA_CHECK(cudaGraphLaunch(exec, st.s));
+    MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+    CHECK(f.out_bits() == eager1);
+    // New activations (so new routing) between capture and replay.
+    generate_input(g.d, g.m, xs2, f.x.as<__nv_bfloat16>(), st.s);
+    f.run(st.s);
+    const auto eager2 = f.out_bits();
+    CHECK(eager2 != eager1);
+    for (int rep = 0; rep < 3; ++rep) {
+      f.poison(st.s);
+      MOE_CUDA_CHECK(cudaGraphLaunch(exec, st.s));
+      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+      CHECK(f.out_bits() == eager2);
+    }
+    f.run(st.s);  // eager after replay
+    CHECK(f.out_bits() == eager2);
+    MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+}
+
+TEST_CASE("forward rejects bad arguments with the values named") {
+  moe::test::test_device();
+  StreamHolder st;
+  MoeDims d = tiny_shapes()[0].dims;
+  const TestLayer layer(d, 1, st.s);
+  Forward f(layer, 4, 2, nullptr, ForwardPath::automatic, st.s);
+  MoeForwardArgs a = f.args;
+  a.scratch_bytes = 1000;
+  try {
+    enqueue_moe_forward(a, st.s);
+    FAIL("scratch too small was accepted");
+  } catch (const moe::Error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("1000") != std::string::npos);
+    CHECK(msg.find(std::to_string(forward_scratch_bytes(d, 4))) != std::string::npos);
+  }
+  a = f.args;
+  a.dims.hidden = 100;
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("hidden 100"), moe::Error);
+  a = f.args;
+  a.dims.top_k = 9;
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("top_k 9"), moe::Error);
+  a = f.args;
+  a.m = 0;
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("m 0"), moe::Error);
+}
+
+// ---------------------------------------------------------------- timing (never asserted)
+// Run explicitly: test_moe_kernels -tc="bench*" --no-skip
+TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
+  const moe::Device& dev = moe::test::test_device();
+  StreamHolder st;
+  moe::CudaEvent e0, e1;
+  // Read ceiling: read-only 16-byte streaming kernel over 4 GiB, median of 15.
+  double ceiling_gbs = 0;
+  {
+    const std::size_t bytes = std::size_t{4} << 30;
+    DeviceBuffer buf(bytes), xr(sizeof(std::uint32_t));
+    fill_pattern(buf.as<std::uint32_t>(), bytes / 4, 1, st.s);
+    std::vector<float> ms;
+    for (int i = 0; i < 16; ++i) {
+      e0.record(st.s);
+      read_stream(buf.p, bytes, xr.as<std::uint32_t>(), StreamLaunch::for_device(dev.sm_count), st.s);
+      e1.record(st.s);
+      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+      if (i) ms.push_back(e1.elapsed_ms_since(e0));
+    }
+    std::sort(ms.begin(), ms.end());
+    ceiling_gbs = bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
+    std::printf("read ceiling: %.0f GB/s\n", ceiling_gbs);
+  }
+  const char* only = std::getenv("MOE_BENCH_SHAPE");
+  for (const Shape& sh : model_shapes()) {
+    if (only && std::string(only) != sh.name) continue;
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      // Several weight sets (layers) so the working set of a step is several times the L2.
+      std::vector<std::unique_ptr<TestLayer>> layers;
+      const std::size_t layer_bytes =
+          (expert_weight_bytes(d, TensorKind::gate_up) + expert_scale_bytes(d, TensorKind::gate_up) +
+           expert_weight_bytes(d, TensorKind::down) + expert_scale_bytes(d, TensorKind::down)) *
+          d.total_experts();
+      const int nl = static_cast<int>(std::clamp<std::size_t>((std::size_t{40} << 30) / layer_bytes, 2, 8));
+      for (int i = 0; i < nl; ++i) layers.push_back(std::make_unique<TestLayer>(d, 1000 + i, st.s));
+      for (int m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}) {
+        for (ForwardPath p : {ForwardPath::decode, ForwardPath::tensor_core}) {
+          if (p == ForwardPath::decode && m > 256) continue;
+          if (p == ForwardPath::tensor_core && m < 8) continue;
+          std::vector<std::unique_ptr<Forward>> fw;
+          for (int i = 0; i < nl; ++i) fw.push_back(std::make_unique<Forward>(*layers[i], m, 5, nullptr, p, st.s));
+          for (auto& f : fw) f->run(st.s);
+          // Each layer has its own router: count each layer's distinct experts, average.
+          double distinct_sum = 0;
+          for (auto& f : fw) {
+            const auto ids = f->scratch_vec<int>(f->layout.topk_ids, static_cast<std::size_t>(m) * d.top_k);
+            distinct_sum += std::set<int>(ids.begin(), ids.end()).size();
+          }
+          const double distinct = distinct_sum / nl;
+          const double bytes = (distinct + d.shared) * layers[0]->expert_bytes() + router_bytes(d) +
+                               2.0 * input_bytes(d, m);
+          const double bytes_nodedup = double(m) * (d.top_k + d.shared) * layers[0]->expert_bytes() +
+                                       router_bytes(d) + 2.0 * input_bytes(d, m);
+          cudaGraph_t graph;
+          cudaGraphExec_t exec;
+          MOE_CUDA_CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
+          for (auto& f : fw) enqueue_moe_forward(f->args, st.s);
+          MOE_CUDA_CHECK(cudaStreamEndCapture(st.s, &graph));
+          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          for (int w = 0; w < 3; ++w) MOE_CUDA_CHECK(cudaGraphLaunch(exec, st.s));
+          std::vector<float> ms;
+          for (int rep = 0; rep < 15; ++rep) {
+            e0.record(st.s);
+            MOE_CUDA_CHECK(cudaGraphLaunch(exec, st.s));
+            e1.record(st.s);
+            MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+            ms.push_back(e1.elapsed_ms_since(e0) / nl);
+          }
+          // Eager (launch overhead included) for comparison.
+          e0.record(st.s);
+          for (int rep = 0; rep < 5; ++rep)
+            for (auto& f : fw) enqueue_moe_forward(f->args, st.s);
+          e1.record(st.s);
+          MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+          const double eager_us = e1.elapsed_ms_since(e0) * 1e3 / (5 * nl);
+          std::sort(ms.begin(), ms.end());
+          const double us = ms[ms.size() / 2] * 1e3;
+          const double gbs = bytes / (us * 1e-6) / 1e9;
+          std::printf("bench %-17s %-4s m=%-5d %-11s graph %8.1f us  eager %8.1f us  %7.0f GB/s  %5.1f%% of read ceiling  (distinct %.1f+%d experts, %.1f MB; no-dedup %.1f MB)\n",
+                      sh.name, std::string(to_string(fmt)).c_str(), m, std::string(to_string(p)).c_str(), us,
+                      eager_us, gbs, 100.0 * gbs / ceiling_gbs, distinct, d.shared, bytes / 1e6,
+                      bytes_nodedup / 1e6);
+          std::fflush(stdout);
+          MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+          MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+        }
+      }
+    }
+  }
+}
