@@ -25,6 +25,10 @@ void Stream::synchronize() {
 }
 
 void Stream::drain() {
+  if (capturing())
+    throw Error(ExitCode::probe_error, "drain called inside a graph capture (nothing may "
+                                       "synchronise while capturing)");
+  ++drains_;
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOE_CUDA_CHECK(cudaGetLastError());
 }

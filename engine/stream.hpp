@@ -1,6 +1,8 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 namespace moe {
 
 // The engine's work queue. Two different operations, on purpose (brief 2.2):
@@ -23,13 +25,16 @@ class Stream {
   SyncPolicy policy() const { return policy_; }
 
   void synchronize();
+  // Raises moe::Error inside a graph capture: a barrier there would break the capture.
   void drain();
+  std::size_t drains() const { return drains_; }
   // True while a graph capture is recording this stream: a drain there would break the capture.
   bool capturing() const;
 
  private:
   cudaStream_t stream_ = nullptr;
   SyncPolicy policy_;
+  std::size_t drains_ = 0;
 };
 
 }  // namespace moe

@@ -1,0 +1,133 @@
+#include "engine/engine.hpp"
+
+#include <algorithm>
+
+#include "common/cuda_check.hpp"
+#include "engine/fault_injection.hpp"
+#include "kernels/moe/generate.hpp"
+
+namespace moe {
+
+namespace {
+constexpr int kMaxLayers = 32;
+constexpr std::size_t kWorkingSetOverL2 = 4;
+}  // namespace
+
+LayerPlan plan_layers(const EngineConfig& config, const Device& device) {
+  const kernels::MoeDims dims = config.shape.dims(config.format);
+  LayerPlan p;
+  std::size_t expert = 0;
+  for (auto kind : {kernels::TensorKind::gate_up, kernels::TensorKind::down})
+    expert += kernels::expert_weight_bytes(dims, kind) + kernels::expert_scale_bytes(dims, kind);
+  p.layer_bytes = kernels::router_bytes(dims) + expert * static_cast<std::size_t>(dims.total_experts());
+  p.step_bytes_m1 = kernels::router_bytes(dims) +
+                    expert * static_cast<std::size_t>(dims.top_k + dims.shared);
+  if (config.layers > 0) {
+    p.wanted = config.layers;
+  } else {
+    const std::size_t target = kWorkingSetOverL2 * std::max<std::size_t>(device.l2_bytes, 1);
+    p.wanted = static_cast<int>(std::clamp<std::size_t>(
+        (target + p.step_bytes_m1 - 1) / p.step_bytes_m1, 1, kMaxLayers));
+  }
+  const auto budget =
+      static_cast<std::size_t>(config.memory_fraction * static_cast<double>(device.free_memory()));
+  const std::size_t fit = budget / p.layer_bytes;
+  if (fit == 0)
+    throw EnvironmentError("shape " + config.shape.name + " (" +
+                           std::string(kernels::to_string(config.format)) + ") needs " +
+                           std::to_string(p.layer_bytes >> 20) + " MiB for one layer; " +
+                           std::to_string(budget >> 20) + " MiB of device memory is available");
+  p.layers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(p.wanted), fit));
+  p.reduced = p.layers < p.wanted;
+  return p;
+}
+
+Engine::Engine(const EngineConfig& config, DeviceAllocator& allocator, const Device& device,
+               WeightsArena* arena)
+    : config_(config), allocator_(allocator), plan_(plan_layers(config, device)) {
+  if (arena && arena->slots() < plan_.layers)
+    throw Error(ExitCode::probe_error, "weights arena has " + std::to_string(arena->slots()) +
+                                           " slots, the engine needs " +
+                                           std::to_string(plan_.layers));
+  const kernels::MoeDims dims = config_.shape.dims(config_.format);
+  for (int l = 0; l < plan_.layers; ++l) {
+    LayerConfig lc;
+    lc.dims = dims;
+    // Each layer its own weights: the seed mixes in the layer index.
+    lc.seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(l) + 1;
+    lc.routing = config_.routing;
+    lc.path = config_.path;
+    layers_.push_back(std::make_unique<MoeLayer>(lc, allocator_, stream_,
+                                                 arena ? arena->slot(l) : nullptr));
+  }
+}
+
+Engine::~Engine() {
+  if (!mutation_active(Mutation::drop_without_drain)) {
+    try {
+      stream_.drain();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "moebench: drain in ~Engine failed: %s\n", e.what());
+    }
+  }
+  graphs_.clear();
+  layers_.clear();  // each layer drains again (cheap) unless the mutation is on
+}
+
+void Engine::ensure_activations(int m) {
+  if (m <= capacity_m_) return;
+  stream_.drain();  // old activations may still be read by enqueued steps
+  const std::size_t row = static_cast<std::size_t>(config_.shape.hidden) * sizeof(__nv_bfloat16);
+  x_ = allocator_.allocate(row * static_cast<std::size_t>(m));
+  out_ = allocator_.allocate(row * static_cast<std::size_t>(m) * layers_.size());
+  capacity_m_ = m;
+  graphs_.clear();  // they point at the old activations
+}
+
+void Engine::set_input(int m, std::uint64_t seed) {
+  if (m < 1) throw UsageError("M must be at least 1, got " + std::to_string(m));
+  ensure_activations(m);
+  kernels::generate_input(config_.shape.dims(config_.format), m, seed, x_.as<__nv_bfloat16>(),
+                          stream_.handle());
+  m_ = m;
+}
+
+const __nv_bfloat16* Engine::output(int layer) const {
+  return out_.as<__nv_bfloat16>() +
+         static_cast<std::size_t>(layer) * static_cast<std::size_t>(capacity_m_) *
+             static_cast<std::size_t>(config_.shape.hidden);
+}
+
+void Engine::forward() {
+  if (m_ == 0) throw Error(ExitCode::probe_error, "Engine::forward before set_input");
+  for (int l = 0; l < layers(); ++l)
+    layer(l).forward(x_.as<__nv_bfloat16>(), const_cast<__nv_bfloat16*>(output(l)), m_);
+}
+
+std::optional<std::string> Engine::capture_blocker() const {
+  if (m_ == 0) return "no input: call set_input(m) first";
+  for (const auto& l : layers_)
+    if (auto why = l->capture_blocker(m_)) return why;
+  return std::nullopt;
+}
+
+void Engine::capture(bool check_first) {
+  if (check_first)
+    if (auto why = capture_blocker()) throw Error(ExitCode::probe_error, "cannot capture: " + *why);
+  graphs_[m_] = std::make_unique<CapturedGraph>(stream_, [this] { forward(); });
+}
+
+void Engine::replay() {
+  auto it = graphs_.find(m_);
+  if (it == graphs_.end())
+    throw Error(ExitCode::probe_error, "no graph captured for M=" + std::to_string(m_));
+  it->second->replay(stream_);
+}
+
+std::size_t Engine::weight_bytes() const {
+  std::size_t total = 0;
+  for (const auto& l : layers_) total += l->weights().total_bytes();
+  return total;
+}
+
+}  // namespace moe

@@ -1,0 +1,63 @@
+#pragma once
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/moe_weights.hpp"
+#include "engine/scratch_pool.hpp"
+#include "kernels/moe/forward.hpp"
+
+namespace moe {
+
+class Stream;
+
+struct LayerConfig {
+  kernels::MoeDims dims;
+  std::uint64_t seed = 1;
+  Routing routing = Routing::uniform;
+  kernels::ForwardPath path = kernels::ForwardPath::automatic;
+};
+
+// One MoE layer: its weights (constructed in caller-given host storage when asked, so a probe
+// can force address reuse), its scratch pool, and the forward. Work goes to the stream given at
+// construction; the destructor drains it before anything is freed, because kernels enqueued by
+// forward() may still be reading the weights and the scratch (brief 2.2).
+class MoeLayer {
+ public:
+  // `weights_storage`: null to own the weights' host memory, else sizeof(MoeWeights) bytes,
+  // suitably aligned, that outlive this layer.
+  MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream& stream,
+           void* weights_storage = nullptr);
+  ~MoeLayer();
+  MoeLayer(const MoeLayer&) = delete;
+  MoeLayer& operator=(const MoeLayer&) = delete;
+
+  // Enqueues the layer over x [m, H] into out [m, H]. Enqueue-only: no host sync or readback,
+  // so it can be captured; grows scratch (with a drain) if m is new and larger.
+  void forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m);
+
+  // Why a capture at this M would fail now, or nothing if it would succeed.
+  std::optional<std::string> capture_blocker(int m) const;
+
+  const LayerConfig& config() const { return config_; }
+  MoeWeights& weights() { return *weights_; }
+  const MoeWeights& weights() const { return *weights_; }
+  ScratchPool& scratch() { return scratch_; }
+  // The scratch of the last forward (routing decisions are read from it).
+  const void* last_scratch() const { return last_scratch_; }
+  Stream& stream() { return stream_; }
+  std::size_t forwards() const { return forwards_; }
+
+ private:
+  LayerConfig config_;
+  Stream& stream_;
+  void* owned_storage_ = nullptr;
+  MoeWeights* weights_ = nullptr;
+  ScratchPool scratch_;
+  const void* last_scratch_ = nullptr;
+  std::size_t forwards_ = 0;
+};
+
+}  // namespace moe

@@ -1,0 +1,76 @@
+#include "engine/resident_slot.hpp"
+
+#include <memory>
+#include <unordered_map>
+
+#include "common/cuda_check.hpp"
+#include "engine/fault_injection.hpp"
+#include "engine/moe_weights.hpp"
+#include "engine/stream.hpp"
+
+namespace moe {
+
+namespace {
+
+// Builds the four pointer arrays for `weights` into `device` (enqueued on `stream`).
+kernels::ExpertTable upload_tables(const MoeWeights& weights, DeviceBuffer& device,
+                                   std::vector<const void*>& host, DeviceAllocator& allocator,
+                                   Stream& stream) {
+  const auto& experts = weights.experts();
+  const std::size_t n = experts.size();
+  host.assign(4 * n, nullptr);
+  for (std::size_t e = 0; e < n; ++e) {
+    host[0 * n + e] = experts[e].gate_up.data();
+    host[1 * n + e] = experts[e].gate_up_scales.data();
+    host[2 * n + e] = experts[e].down.data();
+    host[3 * n + e] = experts[e].down_scales.data();
+  }
+  device = allocator.allocate(host.size() * sizeof(void*));
+  MOE_CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), host.size() * sizeof(void*),
+                                 cudaMemcpyHostToDevice, stream.handle()));
+  const auto* base = device.as<const void* const>();
+  return {base, base + n, base + 2 * n, base + 3 * n};
+}
+
+// ---- The historic design, live only under Mutation::static_resident_cache ----------------
+// A process-lifetime map keyed by the raw address of the weights object. Entries are never
+// evicted, so a new weights object constructed at a freed one's address gets the old, freed
+// device pointers. Its tables come from an allocator that is never destroyed, as a static's
+// would be; that leak is the bug's own design.
+struct LegacyEntry {
+  DeviceBuffer device;
+  std::vector<const void*> host;
+  kernels::ExpertTable table;
+};
+
+kernels::ExpertTable legacy_lookup(const MoeWeights& weights, Stream& stream) {
+  static auto* allocator = new DeviceAllocator(DeviceAllocator::Mode::plain);
+  static auto* cache = new std::unordered_map<const void*, std::unique_ptr<LegacyEntry>>();
+  auto [it, inserted] = cache->try_emplace(&weights);
+  if (inserted) {
+    it->second = std::make_unique<LegacyEntry>();
+    LegacyEntry& e = *it->second;
+    e.table = upload_tables(weights, e.device, e.host, *allocator, stream);
+  }
+  return it->second->table;
+}
+
+}  // namespace
+
+const kernels::ExpertTable& ResidentSlot::acquire(const MoeWeights& weights, Stream& stream) {
+  ++uses_;
+  if (mutation_active(Mutation::static_resident_cache)) {
+    table_ = legacy_lookup(weights, stream);
+    if (!built_) ++builds_;
+    built_ = true;
+    return table_;
+  }
+  if (!built_) {
+    table_ = upload_tables(weights, device_tables_, host_tables_, allocator_, stream);
+    built_ = true;
+    ++builds_;
+  }
+  return table_;
+}
+
+}  // namespace moe

@@ -1,0 +1,147 @@
+// Probe `bandwidth`: one decode step of the engine (every layer over the same input) per
+// shape, M, weight format and mode; GPU-event, host-enqueue and CUPTI kernel time; bytes with
+// and without expert dedup; GB/s and percent of the read ceiling measured in the same run.
+// Each configuration's output is checked against the CPU reference before it is timed.
+#include <sstream>
+
+#include "engine/engine.hpp"
+#include "probes/copy/read_ceiling.hpp"
+#include "probes/layer_check.hpp"
+#include "probes/moe_defaults.hpp"
+
+namespace moe {
+
+namespace {
+
+const std::vector<int> kDefaultMs{1, 2, 4, 8, 16, 64};
+
+// Bytes one decode step must move: each distinct expert once per layer (dedup, from the GPU's
+// own routing, so the same tie-break), or once per (token, slot) (no dedup); plus the router,
+// the input read and the output written by each layer.
+struct StepBytes {
+  double dedup = 0;
+  double no_dedup = 0;
+  std::vector<int> experts_touched;  // per layer
+};
+
+StepBytes count_step_bytes(Engine& engine, int m) {
+  StepBytes b;
+  const kernels::MoeDims dims = engine.layer(0).config().dims;
+  const double activations = 2.0 * m * dims.hidden * sizeof(std::uint16_t);  // x in, out
+  for (int l = 0; l < engine.layers(); ++l) {
+    const MoeWeights& w = engine.layer(l).weights();
+    const auto ids = read_topk_ids(engine.layer(l), m, engine.stream());
+    const auto touched = touched_experts(dims, ids);
+    const double fixed = static_cast<double>(w.router_bytes()) + activations;
+    b.dedup += fixed + static_cast<double>(touched.size() * w.expert_bytes());
+    b.no_dedup += fixed + static_cast<double>(m) * (dims.top_k + dims.shared) *
+                              static_cast<double>(w.expert_bytes());
+    b.experts_touched.push_back(static_cast<int>(touched.size()));
+  }
+  return b;
+}
+
+report::Metric metric(double v, const char* unit) { return {v, unit}; }
+
+}  // namespace
+
+void run_bandwidth_probe(ProbeState& state) {
+  // The ceiling every figure is divided by, measured in this run.
+  const ReadCeiling ceiling = measure_read_ceiling(
+      state, stream_buffer_bytes(state.device(), state.options().copy_bytes, 1));
+  if (!ceiling.check.passed)
+    throw Error(ExitCode::probe_error, "read ceiling kernel failed its check: " +
+                                           ceiling.check.detail);
+
+  for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
+    for (kernels::WeightFormat format : formats_or_default(state)) {
+      EngineConfig config;
+      config.shape = shape;
+      config.format = format;
+      config.seed = derive_seed(state.options().seed, 1);
+      Engine engine(config, state.allocator(), state.device());
+      const LayerPlan& plan = engine.plan();
+
+      for (int m : ms_or_default(state, kDefaultMs)) {
+        const std::uint64_t input_seed = derive_seed(state.options().seed, 2, m);
+        engine.set_input(m, input_seed);
+        engine.forward();
+        // Correct first: the first and the last layer against the CPU reference.
+        std::vector<report::Check> checks;
+        for (int l : {0, engine.layers() - 1}) {
+          checks.push_back(check_layer_output(engine.layer(l), engine.output(l), m, input_seed)
+                               .as_check("layer" + std::to_string(l) + "_matches_reference"));
+          if (engine.layers() == 1) break;
+        }
+        const StepBytes bytes = count_step_bytes(engine, m);
+        const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
+        const auto eager_out = copy_to_host(engine.output(0), elements);
+
+        for (const std::string& mode : modes_or_default(state)) {
+          report::CaseResult c = state.new_case("step");
+          c.shape = shape.name;
+          c.m = m;
+          c.format = std::string(kernels::to_string(format));
+          c.mode = mode;
+          c.checks = checks;
+          c.parameters = {{"shape", shape.to_json()}, {"m", m}, {"format", *c.format},
+                          {"mode", mode}, {"layers", plan.layers}, {"input_seed", input_seed}};
+          c.evidence = {{"layers", plan.layers},
+                        {"layers_wanted", plan.wanted},
+                        {"layers_reduced_for_memory", plan.reduced},
+                        {"experts_touched_per_layer", bytes.experts_touched},
+                        {"working_set_over_l2", bytes.dedup / static_cast<double>(state.device().l2_bytes)},
+                        {"cache_policy", "L2 " + std::string(measure::to_string(
+                                                     state.sampler().options().l2)) +
+                                             "; " + std::to_string(plan.layers) +
+                                             " layers of distinct weights per step"},
+                        {"read_ceiling_bytes", ceiling.bytes}};
+          const bool all_correct = std::all_of(checks.begin(), checks.end(),
+                                               [](const report::Check& k) { return k.passed; });
+          if (!all_correct) {
+            c.reason = "output does not match the CPU reference; not timed";
+            c.conclude_from_checks();
+            state.add_case(std::move(c));
+            continue;
+          }
+          std::function<void()> enqueue = [&] { engine.forward(); };
+          if (mode == "graph") {
+            engine.capture();
+            enqueue = [&] { engine.replay(); };
+            enqueue();
+            engine.stream().drain();
+            const std::size_t diff = count_differences(engine.output(0), eager_out, elements);
+            c.checks.push_back({"graph_replay_bit_exact_to_eager", diff == 0,
+                                std::to_string(diff) + " of " + std::to_string(elements) +
+                                    " outputs differ from the eager step"});
+          }
+          const std::string label = "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
+                                    *c.format + "/" + mode;
+          report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue);
+          const double median_s = meas.gpu_time().median * 1e-6;
+          const double gbps = bytes.dedup / median_s * 1e-9;
+          const double pct = 100.0 * gbps / ceiling.gbps;
+          c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / plan.layers, "us");
+          c.metrics["bytes_dedup"] = metric(bytes.dedup, "B");
+          c.metrics["bytes_no_dedup"] = metric(bytes.no_dedup, "B");
+          c.metrics["gbps"] = metric(gbps, "GB/s");
+          c.metrics["gbps_no_dedup"] = metric(bytes.no_dedup / median_s * 1e-9, "GB/s");
+          c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
+          c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
+          c.metrics["host_us"] = metric(meas.host_time().median, "us");
+          c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
+                              "dedup bytes over median GPU time is " + std::to_string(pct) +
+                                  "% of the read ceiling (above 100% means the byte count is "
+                                  "wrong, not a record)"});
+          c.measurements["main"] = std::move(meas);
+          c.reason = "decode step measured after its output matched the reference";
+          c.conclude_from_checks();
+          if (mode == "graph") engine.drop_graphs();
+          state.add_case(std::move(c));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace moe

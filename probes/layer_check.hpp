@@ -1,0 +1,47 @@
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/moe_layer.hpp"
+#include "reports/report.hpp"
+
+namespace moe {
+
+// What a probe learns from one layer's last forward: its routing as the GPU decided it, and
+// how its output compares with the CPU reference. Probes report a timing only after this
+// passed (brief section 5).
+struct LayerCheck {
+  bool passed = false;
+  double rel_l2 = 0;        // ||out - ref|| / ||ref|| over the checked tokens
+  double bound = 0;
+  int tokens_checked = 0;
+  int routing_mismatches = 0;  // tokens whose top-k differs from the reference beyond a near-tie
+  int near_ties = 0;           // tokens whose top-k differs at a near-tie (the GPU's is followed)
+  std::string detail;
+
+  report::Check as_check(const std::string& name) const { return {name, passed, detail}; }
+};
+
+// The top-k expert ids the layer's last forward chose, [m, k], read back from its scratch.
+std::vector<int> read_topk_ids(const MoeLayer& layer, int m, Stream& stream);
+
+// Distinct routed experts among `ids`, plus the shared experts (every token uses them).
+std::set<int> touched_experts(const kernels::MoeDims& dims, const std::vector<int>& ids);
+
+// Compares `out` ([m, H] bf16 on the device, written by the layer's last forward over the input
+// generated from `input_seed`) with the CPU reference on up to `max_tokens` tokens spread over
+// the batch. Relative-L2 bound 2e-2: the kernels meet ~5e-3 in bf16 and int4 against this
+// reference (tests/gpu/test_moe_kernels.cu states why); a wrong expert or a stale pointer gives
+// errors of order 1.
+LayerCheck check_layer_output(MoeLayer& layer, const __nv_bfloat16* out, int m,
+                              std::uint64_t input_seed, int max_tokens = 8);
+
+// Bit-exact comparison of two device outputs of m x H bf16 (graph replay against eager, two
+// runs of one input). Returns the number of differing elements.
+std::size_t count_differences(const __nv_bfloat16* a, const std::vector<std::uint16_t>& b_host,
+                              std::size_t elements);
+std::vector<std::uint16_t> copy_to_host(const __nv_bfloat16* device, std::size_t elements);
+
+}  // namespace moe

@@ -1,0 +1,37 @@
+#include "probes/moe_defaults.hpp"
+
+namespace moe {
+
+std::vector<Shape> shapes_or_default(const ProbeState& state,
+                                     const std::vector<const char*>& defaults) {
+  if (state.options().user_set_shapes) return state.options().shapes;
+  const auto library =
+      load_shape_library(std::filesystem::path(state.options().fixtures_dir) / "shapes");
+  std::vector<Shape> shapes;
+  for (const char* name : defaults) shapes.push_back(resolve_shape(name, library));
+  return shapes;
+}
+
+std::vector<int> ms_or_default(const ProbeState& state, const std::vector<int>& defaults) {
+  return state.options().user_set_ms ? state.options().ms : defaults;
+}
+
+std::vector<kernels::WeightFormat> formats_or_default(const ProbeState& state) {
+  if (!state.options().formats.empty()) return state.options().formats;
+  return {kernels::WeightFormat::bf16, kernels::WeightFormat::int4};
+}
+
+std::vector<std::string> modes_or_default(const ProbeState& state) {
+  if (!state.options().modes.empty()) return state.options().modes;
+  return {"eager", "graph"};
+}
+
+std::uint64_t derive_seed(std::uint64_t run_seed, std::uint64_t purpose, std::uint64_t index) {
+  std::uint64_t x = run_seed * 0x9E3779B97F4A7C15ull ^ (purpose << 32) ^ index;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return x;
+}
+
+}  // namespace moe
