@@ -17,7 +17,7 @@ class Stream {
   };
 
   explicit Stream(SyncPolicy policy = SyncPolicy::deferred);
-  ~Stream();  // drains, so no enqueued work outlives the handle
+  ~Stream();  // does not wait: owners of memory drain before freeing it
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 

@@ -38,7 +38,7 @@ std::string render_comparison_table(const Comparison& c) {
                     signed_percent(m.relative_change),
                     "[" + signed_percent(m.relative_low) + ", " +
                         signed_percent(m.relative_high) + "]",
-                    m.method == "rank" ? fmt(m.p_value, 2) : "-",
+                    m.method != "rank" ? "-" : m.p_value < 0.001 ? "<0.001" : fmt(m.p_value, 2),
                     std::to_string(m.base_samples) + "/" + std::to_string(m.head_samples),
                     to_string(m.change)});
   }

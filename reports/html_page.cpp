@@ -154,7 +154,25 @@ std::string bandwidth_section(const Report& head, const Report* base) {
 
 std::string note_for(const std::vector<double>& samples) {
   if (samples.empty()) return "no samples";
-  return "median " + fmt(summarize(samples).median) + " µs, n=" + std::to_string(samples.size());
+  return fmt(summarize(samples).median) + " µs · n=" + std::to_string(samples.size());
+}
+
+// A row label shorter than the key: "copy read", "deepseek-v2-lite M=8 bf16 graph".
+std::string short_label(const CaseResult& c, const std::string& measurement) {
+  std::string s;
+  if (c.shape) {
+    s = *c.shape;
+    if (c.probe != "bandwidth") s = c.probe + " " + s;
+  } else {
+    s = c.probe + " " + c.name;
+  }
+  if (c.m) s += " M=" + std::to_string(*c.m);
+  if (c.format) s += " " + *c.format;
+  if (c.mode && *c.mode != c.name) s += " " + *c.mode;
+  else if (c.shape && c.name != c.mode.value_or("")) s += " " + c.name;
+  if (c.mutation) s += " [" + *c.mutation + "]";
+  if (measurement != "main") s += " (" + measurement + ")";
+  return s;
 }
 
 std::vector<double> relative_to(const std::vector<double>& samples, double reference) {
@@ -174,9 +192,7 @@ std::string spread_section_report(const Report& r) {
       if (m.gpu_time_us.empty()) continue;
       const double median = m.gpu_time().median;
       const std::size_t color = probe_color.emplace(c.probe, probe_color.size()).first->second;
-      std::string label = c.key();
-      if (name != "main") label += " [" + name + "]";
-      chart.rows.push_back({label, note_for(m.gpu_time_us), relative_to(m.gpu_time_us, median),
+      chart.rows.push_back({short_label(c, name), note_for(m.gpu_time_us), relative_to(m.gpu_time_us, median),
                             series_color(color), false});
     }
   }
@@ -330,15 +346,14 @@ std::string render_html(const Comparison& c) {
   for (const CaseComparison& cc : c.cases) {
     for (const MetricComparison& m : cc.metrics) {
       if (m.metric != ComparedMetric::gpu_time || m.base_series.empty()) continue;
-      std::string label = cc.key;
-      if (m.measurement != "main") label += " [" + m.measurement + "]";
+      const std::string label = short_label(*cc.head, m.measurement);
       const std::string color = m.change == Change::slower   ? "#dc2626"
                                 : m.change == Change::faster ? "#059669"
                                 : m.change == Change::ambiguous ? "#d97706"
                                                                 : "#2563eb";
       chart.rows.push_back({label + " · base", note_for(m.base_series),
                             relative_to(m.base_series, m.base_median), "#9ca3af", true});
-      chart.rows.push_back({"head · " + to_string(m.change), note_for(m.head_series),
+      chart.rows.push_back({"head: " + to_string(m.change), note_for(m.head_series),
                             relative_to(m.head_series, m.base_median), color, false});
     }
   }

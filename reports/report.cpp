@@ -249,6 +249,8 @@ Report load_report(const std::string& path) {
     return j.get<Report>();
   } catch (const json::exception& e) {
     throw UsageError("report '" + path + "' has a missing or mistyped field: " + e.what());
+  } catch (const UsageError& e) {  // a bad value inside a field (a verdict name): say where
+    throw UsageError("report '" + path + "': " + e.what());
   }
 }
 

@@ -26,6 +26,7 @@ std::string num(double v) {  // SVG coordinates: two decimals are plenty
 }
 
 std::string tick_label(double v) {
+  if (v == std::round(v) && std::abs(v) < 10000) return std::to_string(static_cast<long long>(v));
   if (std::abs(v) >= 10000) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0fk", v / 1000);
@@ -135,9 +136,15 @@ std::string render_line_chart(const LineChart& c) {
     << "text-anchor=\"middle\" fill=\"" << kTextColor << "\">" << escape_html(c.y_label)
     << "</text>\n";
 
+  std::vector<double> label_ys;
   for (const ReferenceLine& r : c.references) {
     s << line(left, py(r.y), left + pw, py(r.y), r.color, 1.5, r.dashed ? "6 4" : nullptr);
-    s << text(left + pw - 4, py(r.y) - 5, r.label, "end",
+    // Labels of nearby lines would overprint: the next one goes below its line instead.
+    double ly = py(r.y) - 5;
+    for (double used : label_ys)
+      if (std::abs(used - ly) < 13) ly = py(r.y) + 14;
+    label_ys.push_back(ly);
+    s << text(left + pw - 4, ly, r.label, "end",
               ("fill=\"" + r.color + "\" font-weight=\"600\"").c_str());
   }
   for (const PlotSeries& ser : c.series) {
@@ -166,7 +173,7 @@ std::string render_line_chart(const LineChart& c) {
 }
 
 std::string render_spread_chart(const SpreadChart& c) {
-  const double label_w = 330, note_w = 130, top = 34, row_h = 20, axis_h = 40;
+  const double label_w = 300, note_w = 150, top = 34, row_h = 20, axis_h = 40;
   const double left = label_w + 8, pw = c.width - left - note_w - 8;
   const double height = top + row_h * static_cast<double>(c.rows.size()) + axis_h;
 
@@ -176,6 +183,14 @@ std::string render_spread_chart(const SpreadChart& c) {
   double lo = pooled.empty() ? -1 : percentile_sorted(pooled, 0.01);
   double hi = pooled.empty() ? 1 : percentile_sorted(pooled, 0.99);
   if (c.draw_reference) lo = std::min(lo, c.reference_x), hi = std::max(hi, c.reference_x);
+  // Every row's middle 80% stays in view, however few samples the row adds to the pool.
+  for (const SpreadRow& r : c.rows) {
+    if (r.values.empty()) continue;
+    std::vector<double> v = r.values;
+    std::sort(v.begin(), v.end());
+    lo = std::min(lo, percentile_sorted(v, 0.10));
+    hi = std::max(hi, percentile_sorted(v, 0.90));
+  }
   if (hi - lo < 1e-9) lo -= 1, hi += 1;
   const double pad = (hi - lo) * 0.06;
   lo -= pad, hi += pad;
@@ -199,7 +214,12 @@ std::string render_spread_chart(const SpreadChart& c) {
     const double cy = top + row_h * (static_cast<double>(i) + 0.5);
     if (r.starts_group && i > 0)
       s << line(0, cy - row_h / 2, c.width, cy - row_h / 2, kGridColor);
-    s << text(label_w, cy + 4, r.label, "end");
+    // Long labels are cut with an ellipsis; the full label is in the row's tooltip.
+    constexpr std::size_t kMaxLabel = 46;
+    const std::string shown =
+        r.label.size() > kMaxLabel ? r.label.substr(0, kMaxLabel - 1) + "…" : r.label;
+    s << "<g><title>" << escape_html(r.label) << "</title>" << text(label_w, cy + 4, shown, "end")
+      << "</g>\n";
     s << text(left + pw + 10, cy + 4, r.note, "start", "fill-opacity=\"0.75\"");
     if (r.values.empty()) continue;
     std::vector<double> v = r.values;

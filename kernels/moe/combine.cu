@@ -4,6 +4,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels {
 
@@ -14,6 +15,7 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* down_out, const float* topk_weights, const int* pair_position,
                    int hidden, int top_k, int slots, int m, __nv_bfloat16* out) {
+  detail::grid_dependency_wait();  // launched early (PDL) behind the down kernel
   const int vecs = hidden / 8;  // 8 outputs (one 16-byte store) per thread
   const long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= static_cast<long long>(m) * vecs) return;
@@ -46,10 +48,11 @@ __global__ void __launch_bounds__(kThreads)
 void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);
-  combine_kernel<<<blocks, kThreads, 0, stream>>>(
-      l.at<float>(a.scratch, l.down_out), l.at<float>(a.scratch, l.topk_weights),
-      l.at<int>(a.scratch, l.pair_position), a.dims.hidden, a.dims.top_k, l.slots, a.m, a.out);
-  MOE_CHECK_LAUNCH("combine_kernel");
+  detail::launch(combine_kernel, dim3(blocks), dim3(kThreads), 0, stream, /*programmatic=*/true,
+                 "combine_kernel", static_cast<const float*>(l.at<float>(a.scratch, l.down_out)),
+                 static_cast<const float*>(l.at<float>(a.scratch, l.topk_weights)),
+                 static_cast<const int*>(l.at<int>(a.scratch, l.pair_position)), a.dims.hidden,
+                 a.dims.top_k, l.slots, a.m, a.out);
 }
 
 }  // namespace moe::kernels

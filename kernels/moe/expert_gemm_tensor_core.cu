@@ -3,8 +3,10 @@
 // columns) tile; the tile list (expert, first pair) was built on the device by the route stage,
 // so the grid covers the worst-case tile count and blocks past num_tiles exit.
 // gate_up tiles take 32 gate rows and the 32 matching up rows, so SwiGLU happens in the
-// epilogue. int4 weights are dequantised (q * scale, rounded to bf16) into shared memory.
-// The next K tile is fetched into registers while the current one is multiplied.
+// epilogue. Global -> shared copies are cp.async in a ring of kStages K tiles, so several
+// tiles of weights are in flight per block while the tensor cores work on the oldest.
+// int4 weights travel packed (4x fewer bytes) and are dequantised (q * scale, rounded to bf16)
+// from the ring into a bf16 tile just before the MMAs.
 #include <mma.h>
 
 #include <string>
@@ -13,6 +15,7 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels {
 
@@ -24,6 +27,30 @@ constexpr int kBK = 64;
 constexpr int kLds = kBK + 8;  // padded row stride (elements) against bank conflicts
 constexpr int kThreads = 128;  // 4 warps, 2 x 2, each 32 x 32
 constexpr int kLdc = kBN + 4;
+
+template <WeightFormat F>
+struct TcTraits;
+template <>
+struct TcTraits<WeightFormat::bf16> {
+  static constexpr int kStages = 4;
+};
+template <>
+struct TcTraits<WeightFormat::int4> {
+  static constexpr int kStages = 8;
+};
+
+// Shared memory layout (dynamic): kStages x {A bf16 [BM][kLds], B} then, for int4, the
+// dequantised B tile. bf16 B: [BN][kLds] bf16. int4 B: packed [BN][BK/8] words + scales [BN].
+template <WeightFormat F>
+struct TcSmem {
+  static constexpr int kA = kBM * kLds * 2;
+  static constexpr int kB = F == WeightFormat::bf16 ? kBN * kLds * 2 : kBN * (kBK / 8) * 4 + kBN * 4;
+  static constexpr int kStage = (kA + kB + 127) / 128 * 128;
+  static constexpr int kDequant = F == WeightFormat::int4 ? kBN * kLds * 2 : 0;
+  static constexpr int kC = kBM * kLdc * 4;
+  static constexpr int kMain = TcTraits<F>::kStages * kStage + kDequant;
+  static constexpr int kBytes = kMain > kC ? kMain : kC;
+};
 
 struct TcParams {
   const void* const* weights;
@@ -38,48 +65,63 @@ struct TcParams {
   float* down_out;
 };
 
-struct __align__(128) TcSmem {
-  union {
-    struct {
-      std::uint16_t a[2][kBM][kLds];
-      std::uint16_t b[2][kBN][kLds];
-    } in;
-    float c[kBM][kLdc];
-  };
-};
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
 
 template <WeightFormat F, bool kGateUp>
 __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using namespace nvcuda;
-  __shared__ __align__(128) TcSmem sm;
+  using S = TcSmem<F>;
+  constexpr int kStages = TcTraits<F>::kStages;
+  extern __shared__ __align__(128) unsigned char smem[];
   const int tile = blockIdx.x;
   if (tile >= *p.num_tiles) return;
   const int2 te = p.tiles[tile];
   const int e = te.x, pstart = te.y;
   const int rows_valid = min(kBM, p.offsets[e + 1] - pstart);
   const int K = p.k_len;
-  // Output columns of this block: gate_up -> 32 columns j0.. (gate rows j0.., up rows I + j0..).
+  // Output columns of this block: gate_up -> 32 columns col0.. (gate rows col0.., up rows
+  // I + col0..); down -> 64 columns.
   const int col0 = blockIdx.y * (kGateUp ? kBN / 2 : kBN);
   const int tid = threadIdx.x, warp = tid >> 5;
 
-  // A rows (activations) this thread loads: 4 x (row, 16-byte chunk) per K tile.
+  auto stage_a = [&](int s) { return reinterpret_cast<std::uint16_t*>(smem + s * S::kStage); };
+  auto stage_b = [&](int s) { return smem + s * S::kStage + S::kA; };
+  std::uint16_t* dequant = reinterpret_cast<std::uint16_t*>(smem + kStages * S::kStage);
+
+  // A rows (activations) this thread copies: 4 x (row, 16-byte chunk) per K tile.
   const std::uint16_t* a_src[4];
-  int a_row[4], a_chunk[4];
+  int a_off[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int idx = tid + i * kThreads;  // 0..511: 64 rows x 8 chunks
-    a_row[i] = idx >> 3;
-    a_chunk[i] = idx & 7;
+    const int row = idx >> 3, chunk = idx & 7;
+    a_off[i] = row * kLds + chunk * 8;
     a_src[i] = nullptr;
-    if (a_row[i] < rows_valid) {
-      const int pr = pstart + a_row[i];
+    if (row < rows_valid) {
+      const int pr = pstart + row;
       const std::size_t src = kGateUp ? static_cast<std::size_t>(p.sorted_pairs[pr] / p.slots)
                                       : static_cast<std::size_t>(pr);
-      a_src[i] = reinterpret_cast<const std::uint16_t*>(p.input) + src * K;
+      a_src[i] = reinterpret_cast<const std::uint16_t*>(p.input) + src * K + chunk * 8;
     }
   }
-  // Weight row of B-tile row n.
   auto weight_row = [&](int n) -> int {
     if (kGateUp) return n < kBN / 2 ? col0 + n : p.out_rows + col0 + (n - kBN / 2);
     return col0 + n;
@@ -87,63 +129,59 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
   auto weight_row_ok = [&](int n) -> bool {
     return kGateUp ? col0 + (n % (kBN / 2)) < p.out_rows : col0 + n < p.out_rows;
   };
-
-  constexpr int kBLoads = F == WeightFormat::bf16 ? 4 : 1;
-  uint4 ra[4], rb[kBLoads];
-  float rscale = 0.f;
   const int groups = int4_groups(K);
 
-  auto fetch = [&](int k0) {
+  std::uint16_t pending_scale = 0;
+  int pending_stage = -1;
+  auto flush_scale = [&]() {
+    if constexpr (F == WeightFormat::int4) {
+      if (pending_stage >= 0) {
+        float* ss = reinterpret_cast<float*>(stage_b(pending_stage) + kBN * (kBK / 8) * 4);
+        ss[tid >> 1] = __bfloat162float(__ushort_as_bfloat16(pending_scale));
+        pending_stage = -1;
+      }
+    }
+  };
+  auto issue = [&](int kt) {
+    const int s = kt % kStages;
+    const int k0 = kt * kBK;
+    std::uint16_t* sa = stage_a(s);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int k = k0 + a_chunk[i] * 8;
-      ra[i] = (a_src[i] && k < K) ? __ldg(reinterpret_cast<const uint4*>(a_src[i] + k)) : make_uint4(0, 0, 0, 0);
+      const int k = k0 + (((tid + i * kThreads) & 7) * 8);
+      const bool ok = a_src[i] != nullptr && k < K;
+      cp_async16(sa + a_off[i], ok ? a_src[i] + k0 : static_cast<const void*>(p.input), ok);
     }
     if constexpr (F == WeightFormat::bf16) {
       const std::uint16_t* w = static_cast<const std::uint16_t*>(p.weights[e]);
+      std::uint16_t* sb = reinterpret_cast<std::uint16_t*>(stage_b(s));
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int idx = tid + i * kThreads;
         const int n = idx >> 3, k = k0 + (idx & 7) * 8;
-        rb[i] = (weight_row_ok(n) && k < K)
-                    ? __ldcs(reinterpret_cast<const uint4*>(w + static_cast<std::size_t>(weight_row(n)) * K + k))
-                    : make_uint4(0, 0, 0, 0);
+        const bool ok = weight_row_ok(n) && k < K;
+        cp_async16(sb + n * kLds + (idx & 7) * 8,
+                   ok ? w + static_cast<std::size_t>(weight_row(n)) * K + k : w, ok);
       }
     } else {
+      // 64 rows x 2 16-byte chunks (32 codes each) of packed words, plus one scale per row.
       const std::uint32_t* w = static_cast<const std::uint32_t*>(p.weights[e]);
-      const int n = tid >> 1, k = k0 + (tid & 1) * 32;
+      std::uint32_t* sb = reinterpret_cast<std::uint32_t*>(stage_b(s));
+      const int n = tid >> 1, half = tid & 1;
+      const int k = k0 + half * 32;
       const bool ok = weight_row_ok(n) && k < K;
-      rb[0] = ok ? __ldcs(reinterpret_cast<const uint4*>(w + static_cast<std::size_t>(weight_row(n)) * (K / 8) + k / 8))
-                 : make_uint4(0x88888888u, 0x88888888u, 0x88888888u, 0x88888888u);  // q = 0
-      rscale = ok ? __bfloat162float(__ushort_as_bfloat16(__ldg(
-                        static_cast<const std::uint16_t*>(p.scales[e]) +
-                        static_cast<std::size_t>(weight_row(n)) * groups + k / kInt4Group)))
-                  : 0.f;
-    }
-  };
-  auto stash = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      *reinterpret_cast<uint4*>(&sm.in.a[buf][a_row[i]][a_chunk[i] * 8]) = ra[i];
-    if constexpr (F == WeightFormat::bf16) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int idx = tid + i * kThreads;
-        *reinterpret_cast<uint4*>(&sm.in.b[buf][idx >> 3][(idx & 7) * 8]) = rb[i];
-      }
-    } else {
-      const int n = tid >> 1, kk = (tid & 1) * 32;
-      const std::uint32_t q[4] = {rb[0].x, rb[0].y, rb[0].z, rb[0].w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        std::uint32_t packed[4];
-#pragma unroll
-        for (int h = 0; h < 4; ++h) {
-          const float lo = static_cast<float>(int4_unpack(q[j], 2 * h)) * rscale;
-          const float hi = static_cast<float>(int4_unpack(q[j], 2 * h + 1)) * rscale;
-          packed[h] = detail::to_bf16_bits(lo) | (static_cast<std::uint32_t>(detail::to_bf16_bits(hi)) << 16);
-        }
-        *reinterpret_cast<uint4*>(&sm.in.b[buf][n][kk + 8 * j]) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      cp_async16(sb + n * (kBK / 8) + half * 4,
+                 ok ? w + static_cast<std::size_t>(weight_row(n)) * (K / 8) + k / 8 : w, ok);
+      // The scale is a 2-byte load (too small for cp.async): it is loaded into a register now
+      // and stored to the stage one iteration later (flush_scale), so the load never stalls.
+      flush_scale();
+      if (half == 0 && weight_row_ok(n)) {
+        pending_scale = __ldg(static_cast<const std::uint16_t*>(p.scales[e]) +
+                              static_cast<std::size_t>(weight_row(n)) * groups + k0 / kInt4Group);
+        pending_stage = s;
+      } else if (half == 0) {
+        pending_scale = 0;
+        pending_stage = s;
       }
     }
   };
@@ -156,42 +194,78 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
   const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
 
   const int ktiles = (K + kBK - 1) / kBK;
-  fetch(0);
-  stash(0);
-  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < ktiles) issue(s);
+    cp_async_commit();
+  }
   for (int kt = 0; kt < ktiles; ++kt) {
-    const int buf = kt & 1;
-    if (kt + 1 < ktiles) fetch((kt + 1) * kBK);
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile kt landed for every thread; tile kt-1 fully consumed
+    if (kt + kStages - 1 < ktiles) issue(kt + kStages - 1);
+    else flush_scale();
+    cp_async_commit();
+    const int s = kt % kStages;
+    const std::uint16_t* sb;
+    int ldb;
+    if constexpr (F == WeightFormat::bf16) {
+      sb = reinterpret_cast<const std::uint16_t*>(stage_b(s));
+      ldb = kLds;
+    } else {
+      // Scales are plain stores (not cp.async) made at least one barrier ago (kStages >= 3).
+      const std::uint32_t* q = reinterpret_cast<const std::uint32_t*>(stage_b(s));
+      const float* ss = reinterpret_cast<const float*>(q + kBN * (kBK / 8));
+      const int n = tid >> 1, half = tid & 1;
+      const float scale = ss[n];
+      const uint4 words = *reinterpret_cast<const uint4*>(q + n * (kBK / 8) + half * 4);
+      const std::uint32_t wq[4] = {words.x, words.y, words.z, words.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        std::uint32_t packed[4];
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+          const float lo = static_cast<float>(int4_unpack(wq[j], 2 * h)) * scale;
+          const float hi = static_cast<float>(int4_unpack(wq[j], 2 * h + 1)) * scale;
+          packed[h] = detail::to_bf16_bits(lo) | (static_cast<std::uint32_t>(detail::to_bf16_bits(hi)) << 16);
+        }
+        *reinterpret_cast<uint4*>(dequant + n * kLds + half * 32 + 8 * j) =
+            make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      }
+      __syncthreads();
+      sb = dequant;
+      ldb = kLds;
+    }
+    const std::uint16_t* sa = stage_a(s);
 #pragma unroll
     for (int kk = 0; kk < kBK; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[2];
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb[2];
 #pragma unroll
       for (int i = 0; i < 2; ++i)
-        wmma::load_matrix_sync(fa[i], reinterpret_cast<const __nv_bfloat16*>(&sm.in.a[buf][wm + 16 * i][kk]), kLds);
+        wmma::load_matrix_sync(fa[i], reinterpret_cast<const __nv_bfloat16*>(sa + (wm + 16 * i) * kLds + kk), kLds);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
-        wmma::load_matrix_sync(fb[j], reinterpret_cast<const __nv_bfloat16*>(&sm.in.b[buf][wn + 16 * j][kk]), kLds);
+        wmma::load_matrix_sync(fb[j], reinterpret_cast<const __nv_bfloat16*>(sb + (wn + 16 * j) * ldb + kk), ldb);
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
     }
-    if (kt + 1 < ktiles) stash(buf ^ 1);
-    __syncthreads();
   }
-  // Epilogue through shared memory (the input buffers are dead after the last sync).
+  cp_async_wait<0>();
+  __syncthreads();  // every MMA done before the ring is reused for the epilogue
+  float* sc = reinterpret_cast<float*>(smem);
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(&sm.c[wm + 16 * i][wn + 16 * j], acc[i][j], kLdc, wmma::mem_row_major);
+      wmma::store_matrix_sync(sc + (wm + 16 * i) * kLdc + wn + 16 * j, acc[i][j], kLdc, wmma::mem_row_major);
   __syncthreads();
   if constexpr (kGateUp) {
     for (int idx = tid; idx < kBM * (kBN / 2); idx += kThreads) {
       const int r = idx / (kBN / 2), c = idx % (kBN / 2);
       if (r < rows_valid && col0 + c < p.out_rows) {
-        const float hv = detail::silu(sm.c[r][c]) * sm.c[r][c + kBN / 2];
+        const float hv = detail::silu(sc[r * kLdc + c]) * sc[r * kLdc + c + kBN / 2];
         reinterpret_cast<std::uint16_t*>(p.h_out)[static_cast<std::size_t>(pstart + r) * p.out_rows + col0 + c] =
             detail::to_bf16_bits(hv);
       }
@@ -200,12 +274,26 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
     for (int idx = tid; idx < kBM * kBN; idx += kThreads) {
       const int r = idx / kBN, c = idx % kBN;
       if (r < rows_valid && col0 + c < p.out_rows)
-        p.down_out[static_cast<std::size_t>(pstart + r) * p.out_rows + col0 + c] = sm.c[r][c];
+        p.down_out[static_cast<std::size_t>(pstart + r) * p.out_rows + col0 + c] = sc[r * kLdc + c];
     }
   }
 #else
   __trap();  // never launched below sm_80: the host takes the decode path there
 #endif
+}
+
+template <WeightFormat F, bool kGateUp>
+void launch_tc_format(const TcParams& p, dim3 grid, cudaStream_t stream) {
+  auto kernel = tc_expert_gemm_kernel<F, kGateUp>;
+  static bool configured[64] = {};
+  int dev = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev >= 64 || !configured[dev]) {
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TcSmem<F>::kBytes));
+    if (dev < 64) configured[dev] = true;
+  }
+  detail::launch(kernel, grid, dim3(kThreads), TcSmem<F>::kBytes, stream, /*programmatic=*/false,
+                 "tc_expert_gemm_kernel", p);
 }
 
 template <bool kGateUp>
@@ -230,10 +318,9 @@ void launch_tc(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t str
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "tensor-core gemm: " + std::to_string(grid.y) + " column tiles");
   if (d.format == WeightFormat::bf16)
-    tc_expert_gemm_kernel<WeightFormat::bf16, kGateUp><<<grid, kThreads, 0, stream>>>(p);
+    launch_tc_format<WeightFormat::bf16, kGateUp>(p, grid, stream);
   else
-    tc_expert_gemm_kernel<WeightFormat::int4, kGateUp><<<grid, kThreads, 0, stream>>>(p);
-  MOE_CHECK_LAUNCH("tc_expert_gemm_kernel");
+    launch_tc_format<WeightFormat::int4, kGateUp>(p, grid, stream);
 }
 
 }  // namespace

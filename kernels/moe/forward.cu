@@ -1,9 +1,12 @@
 #include "kernels/moe/forward.hpp"
 
+#include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "common/cuda_check.hpp"
 #include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels {
 
@@ -68,7 +71,8 @@ void validate_forward_args(const MoeForwardArgs& a) {
     bad("inter " + std::to_string(d.inter) + " must be a positive multiple of 32");
   if (d.experts <= 0 || d.experts > kMaxExperts)
     bad("experts " + std::to_string(d.experts) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
-  if (d.shared < 0) bad("shared " + std::to_string(d.shared) + " must be >= 0");
+  if (d.shared < 0 || d.shared > kMaxExperts)
+    bad("shared " + std::to_string(d.shared) + " must be in [0, " + std::to_string(kMaxExperts) + "]");
   if (d.top_k <= 0 || d.top_k > d.experts || d.top_k > kMaxTopK)
     bad("top_k " + std::to_string(d.top_k) + " must be in [1, min(experts " +
         std::to_string(d.experts) + ", " + std::to_string(kMaxTopK) + ")]");
@@ -91,6 +95,20 @@ void validate_forward_args(const MoeForwardArgs& a) {
       reinterpret_cast<std::uintptr_t>(a.router) % 16 != 0)
     bad("x, out and router must be 16-byte aligned");
 }
+
+namespace {
+std::atomic<int>& pdl_flag() {
+  static std::atomic<int> flag{std::getenv("MOE_NO_PDL") && std::getenv("MOE_NO_PDL")[0] == '1' ? 0 : 1};
+  return flag;
+}
+}  // namespace
+
+void set_programmatic_launch(bool enabled) { pdl_flag() = enabled ? 1 : 0; }
+bool programmatic_launch() { return pdl_flag() != 0; }
+
+namespace detail {
+bool programmatic_launch_enabled() { return pdl_flag() != 0 && current_device_sm() >= 90; }
+}  // namespace detail
 
 int current_device_sm() {
   static int cached[64] = {};

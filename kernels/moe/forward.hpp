@@ -49,7 +49,7 @@ struct ScratchLayout {
   std::size_t expert_counts = 0;   // int32 [E + S]: pairs per expert
   std::size_t expert_offsets = 0;  // int32 [E + S + 1]: start of each expert's pairs
   std::size_t num_active = 0;      // int32 [1]: experts with at least one pair
-  std::size_t active_experts = 0;  // int32 [E + S]: those experts, ascending
+  std::size_t active_experts = 0;  // int32 [E + S]: those experts, ascending, then -1
   std::size_t num_tiles = 0;       // int32 [1]
   std::size_t tiles = 0;           // int2 [max_tiles]: (expert, first pair) per tensor-core tile
   std::size_t sorted_pairs = 0;    // int32 [pairs]: pair index, grouped by expert, in pair order
@@ -97,5 +97,11 @@ void validate_forward_args(const MoeForwardArgs& args);
 ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
+
+// Programmatic dependent launch between the forward's kernels (sm_90+; on by default) lets
+// each kernel be scheduled, and the down kernel fetch its first weights, before the previous
+// one ends. Switchable for A/B timing; MOE_NO_PDL=1 in the environment starts it off.
+void set_programmatic_launch(bool enabled);
+bool programmatic_launch();
 
 }  // namespace moe::kernels

@@ -1,8 +1,9 @@
 // Stage 1 of the forward: router logits, top-k with weights, and grouping of (token, slot)
 // pairs by expert, in one kernel so a decode step pays one launch for all of routing.
 //
-// Grid (ceil(E / 8), ceil(m / 8)): each warp computes one expert's logits for a tile of 8
-// tokens (fp32 accumulation, 16-byte loads). The last block to finish a token tile (counter
+// Grid (E, ceil(m / 8)): a block computes one expert's logits for a tile of 8 tokens, its 8
+// warps splitting H (16-byte loads, fp32 accumulation, partial sums added in warp order, so
+// the result does not depend on scheduling). The last block to finish a token tile (counter
 // per tile) ranks that tile's tokens, one warp per token; the last tile to finish (global
 // counter) groups all pairs. Counters are zeroed by a memset node before the kernel.
 #include <cfloat>
@@ -12,6 +13,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels {
 
@@ -21,6 +23,7 @@ constexpr int kRouteWarps = 8;
 constexpr int kRouteThreads = kRouteWarps * 32;
 constexpr int kRouteTokens = 8;
 constexpr int kMaxLogitsPerLane = 16;  // E <= 512
+constexpr int kMaxTotalExperts = 1024;  // E + S
 
 struct RouteParams {
   const __nv_bfloat16* x;
@@ -119,8 +122,11 @@ __device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
 
 // Groups all (token, slot) pairs by expert, in pair order within an expert: a token picks an
 // expert at most once, so a pair's rank inside its expert is the number of earlier tokens in
-// that expert's membership bitmask.
+// that expert's membership bitmask. Counts and offsets live in shared memory.
 __device__ void group_pairs(const RouteParams& p) {
+  __shared__ int s_counts[kMaxTotalExperts];
+  __shared__ int s_offsets[kMaxTotalExperts + 1];
+  __shared__ int s_num_active;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int E = p.experts, Et = p.experts + p.shared, W = p.bit_words, k = p.top_k;
   const int slots = k + p.shared;
@@ -141,23 +147,30 @@ __device__ void group_pairs(const RouteParams& p) {
     atomicOr(p.membership + e * W + (t >> 5), 1u << (t & 31));
   }
   __syncthreads();
-  for (int e = warp; e < Et; e += kRouteWarps) {
-    int run = 0;
-    for (int w0 = 0; w0 < W; w0 += 32) {
-      const int w = w0 + lane;
-      const int c = w < W ? __popc(__ldcg(p.membership + e * W + w)) : 0;
-      const int incl = warp_inclusive_scan(c, lane);
-      if (w < W) p.membership_prefix[e * W + w] = run + incl - c;
-      run += __shfl_sync(0xffffffffu, incl, 31);
+  if (W == 1) {  // m <= 32 (decode): one word per expert, one thread per expert
+    for (int e = threadIdx.x; e < Et; e += blockDim.x) {
+      s_counts[e] = __popc(__ldcg(p.membership + e));
+      p.membership_prefix[e] = 0;
     }
-    if (lane == 0) p.counts[e] = run;
+  } else {
+    for (int e = warp; e < Et; e += kRouteWarps) {
+      int run = 0;
+      for (int w0 = 0; w0 < W; w0 += 32) {
+        const int w = w0 + lane;
+        const int c = w < W ? __popc(__ldcg(p.membership + e * W + w)) : 0;
+        const int incl = warp_inclusive_scan(c, lane);
+        if (w < W) p.membership_prefix[e * W + w] = run + incl - c;
+        run += __shfl_sync(0xffffffffu, incl, 31);
+      }
+      if (lane == 0) s_counts[e] = run;
+    }
   }
   __syncthreads();
   if (warp == 0) {
     int base_off = 0, base_act = 0, base_tiles = 0;
     for (int e0 = 0; e0 < Et; e0 += 32) {
       const int e = e0 + lane;
-      const int c = e < Et ? p.counts[e] : 0;
+      const int c = e < Et ? s_counts[e] : 0;
       const int act = c > 0;
       const int tl = (c + kTensorCoreTileRows - 1) / kTensorCoreTileRows;
       const int ic = warp_inclusive_scan(c, lane);
@@ -165,7 +178,9 @@ __device__ void group_pairs(const RouteParams& p) {
       const int it = warp_inclusive_scan(tl, lane);
       if (e < Et) {
         const int off = base_off + ic - c;
+        s_offsets[e] = off;
         p.offsets[e] = off;
+        p.counts[e] = c;
         if (act) p.active[base_act + ia - 1] = e;
         const int tb = base_tiles + it - tl;
         for (int i = 0; i < tl; ++i) p.tiles[tb + i] = make_int2(e, off + i * kTensorCoreTileRows);
@@ -175,29 +190,37 @@ __device__ void group_pairs(const RouteParams& p) {
       base_tiles += __shfl_sync(0xffffffffu, it, 31);
     }
     if (lane == 0) {
+      s_offsets[Et] = base_off;
       p.offsets[Et] = base_off;
+      s_num_active = base_act;
       *p.num_active = base_act;
       *p.num_tiles = base_tiles;
     }
   }
   __syncthreads();
+  // Past the active experts the list holds -1: expert kernels stop there without reading
+  // num_active first.
+  for (int a = s_num_active + threadIdx.x; a < Et; a += blockDim.x) p.active[a] = -1;
   for (int i = threadIdx.x; i < p.m * slots; i += blockDim.x) {
     const int t = i / slots, s = i % slots;
     const int e = s < k ? __ldcg(p.topk_ids + t * k + s) : E + (s - k);
     const int w = t >> 5;
     const std::uint32_t below = __ldcg(p.membership + e * W + w) & ((1u << (t & 31)) - 1u);
-    const int pos = p.offsets[e] + p.membership_prefix[e * W + w] + __popc(below);
+    const int pos = s_offsets[e] + (W == 1 ? 0 : p.membership_prefix[e * W + w]) + __popc(below);
     p.sorted_pairs[pos] = i;
     p.pair_position[i] = pos;
   }
 }
 
 __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
+  // The expert kernels may be scheduled now; they wait for this grid before reading routing.
+  detail::allow_dependent_launch();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int e = blockIdx.x * kRouteWarps + warp;
+  const int e = blockIdx.x;
   const int t0 = blockIdx.y * kRouteTokens;
   const int tn = min(kRouteTokens, p.m - t0);
-  if (e < p.experts) {
+  __shared__ float partial[kRouteWarps][kRouteTokens];
+  {
     float acc[kRouteTokens];
 #pragma unroll
     for (int t = 0; t < kRouteTokens; ++t) acc[t] = 0.f;
@@ -205,20 +228,24 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
     const uint4* xs = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t0) * p.hidden);
     const int vecs = p.hidden / 8;
 #pragma unroll 4
-    for (int v = lane; v < vecs; v += 32) {
+    for (int v = threadIdx.x; v < vecs; v += kRouteThreads) {
       const uint4 w = __ldg(r + v);
 #pragma unroll
       for (int t = 0; t < kRouteTokens; ++t)
         if (t < tn) acc[t] = detail::dot8_bf16(w, __ldg(xs + static_cast<std::size_t>(t) * vecs + v), acc[t]);
     }
-    const float b = p.bias ? p.bias[e] : 0.f;
 #pragma unroll
     for (int t = 0; t < kRouteTokens; ++t) {
-      if (t < tn) {
-        const float s = detail::warp_sum(acc[t]);
-        if (lane == 0) p.logits[static_cast<std::size_t>(t0 + t) * p.experts + e] = s + b;
-      }
+      const float s = detail::warp_sum(acc[t]);
+      if (lane == 0) partial[warp][t] = s;
     }
+  }
+  __syncthreads();
+  if (threadIdx.x < tn) {
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < kRouteWarps; ++w) s += partial[w][threadIdx.x];
+    p.logits[static_cast<std::size_t>(t0 + threadIdx.x) * p.experts + e] = s + (p.bias ? p.bias[e] : 0.f);
   }
   // Last expert block of this token tile ranks its tokens.
   __shared__ bool last;
@@ -271,9 +298,12 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.membership_prefix = l.at<int>(s, l.membership_prefix);
   p.counters = l.at<unsigned int>(s, l.done_counters);
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
-  const dim3 grid((d.experts + kRouteWarps - 1) / kRouteWarps, l.route_tiles);
+  const dim3 grid(d.experts, l.route_tiles);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
+  if (d.total_experts() > kMaxTotalExperts)
+    throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
+                                           " above " + std::to_string(kMaxTotalExperts));
   route_kernel<<<grid, kRouteThreads, 0, stream>>>(p);
   MOE_CHECK_LAUNCH("route_kernel");
 }

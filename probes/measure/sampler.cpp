@@ -36,7 +36,7 @@ Sampler::Sampler(const Device& device, DeviceAllocator& allocator, const Measure
   options_.stopping.validate();
   if (options_.l2 == L2Mode::cold) flusher_ = std::make_unique<L2Flusher>(device, allocator);
   if (options_.kernel_timing) activity_ = std::make_unique<KernelActivity>();
-  if (options_.block_during_enqueue) blocker_ = std::make_unique<StreamBlocker>();
+  blocker_ = std::make_unique<StreamBlocker>();
 }
 
 Sampler::~Sampler() = default;
@@ -79,17 +79,18 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
     auto s = std::make_unique<PendingSample>();
     {
       NvtxRange sample_range(label + "/sample");
-      if (blocker_) blocker_->block(stream.handle());
+      const bool block = options_.block_during_enqueue;
+      if (block) blocker_->block(stream.handle());
       // Start the host clock irrespective of the blocked stream: it measures the enqueue alone.
       const auto t0 = Clock::now();
       s->start.record(stream.handle());
       enqueue();
       s->stop.record(stream.handle());
       s->host_us = micros(Clock::now() - t0);
-      if (blocker_) blocker_->release();
+      if (block) blocker_->release();
     }
     barrier(stream);  // a real barrier: the next sample starts on an idle GPU
-    if (blocker_ && blocker_->timed_out())
+    if (options_.block_during_enqueue && blocker_->timed_out())
       throw Error(ExitCode::probe_error,
                   label + ": the enqueue took longer than the stream blocker's 10 s timeout");
     if (activity_) s->kernels = activity_->end_window();

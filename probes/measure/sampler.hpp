@@ -46,6 +46,9 @@ class Sampler {
   const MeasureOptions& options() const { return options_; }
   // Overrides the stopping rule (a probe that needs an exact sample count).
   void set_stopping(const StoppingRule& rule) { options_.stopping = rule; }
+  // Probes whose work may block the host inside the enqueue (host-nonblocking, barrier)
+  // measure without the stream blocker: a blocked stream would deadlock with a blocking host.
+  void set_block_during_enqueue(bool on) { options_.block_during_enqueue = on; }
 
  private:
   MeasureOptions options_;

@@ -321,7 +321,11 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
   CHECK(f.scratch_vec<int>(lay.expert_offsets, et + 1) == g.offsets);
   const int num_active = f.scratch_vec<int>(lay.num_active, 1)[0];
   CHECK(num_active == static_cast<int>(g.active.size()));
-  CHECK(f.scratch_vec<int>(lay.active_experts, g.active.size()) == g.active);
+  {
+    std::vector<int> expect_active = g.active;
+    expect_active.resize(et, -1);  // padded with -1 past the active experts
+    CHECK(f.scratch_vec<int>(lay.active_experts, et) == expect_active);
+  }
   CHECK(f.scratch_vec<int>(lay.sorted_pairs, lay.pairs) == g.sorted_pairs);
   const auto pos = f.scratch_vec<int>(lay.pair_position, lay.pairs);
   CHECK(pos == g.pair_position);
@@ -607,7 +611,7 @@ TEST_CASE("forward on the model shapes (brief section 8)") {
         check_forward(layer, 256, Routing::skewed, ForwardPath::decode, 2, st.s, false);
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      MESSAGE(sh.name << " " << to_string(fmt) << ": " << kTestMs.size() * 2 << " cases, " << sampled
+      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << ": " << kTestMs.size() * 2 << " cases, " << sampled
                       << " sampled tokens checked against the reference, near-ties " << ties
                       << ", worst layer rel L2 " << worst << " (" << secs << " s so far)");
     }
@@ -729,10 +733,14 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
           d.total_experts();
       const int nl = static_cast<int>(std::clamp<std::size_t>((std::size_t{40} << 30) / layer_bytes, 2, 8));
       for (int i = 0; i < nl; ++i) layers.push_back(std::make_unique<TestLayer>(d, 1000 + i, st.s));
-      for (int m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}) {
-        for (ForwardPath p : {ForwardPath::decode, ForwardPath::tensor_core}) {
-          if (p == ForwardPath::decode && m > 256) continue;
+      for (int m : {1, 2, 4, 8, 16, 32, 64, 256, 1024}) {
+        for (int variant = 0; variant < 3; ++variant) {
+          // 0: decode with PDL, 1: decode without PDL, 2: tensor cores
+          const ForwardPath p = variant == 2 ? ForwardPath::tensor_core : ForwardPath::decode;
+          if (p == ForwardPath::decode && m > 64) continue;
           if (p == ForwardPath::tensor_core && m < 8) continue;
+          if (variant == 1 && m > 8) continue;
+          set_programmatic_launch(variant != 1);
           std::vector<std::unique_ptr<Forward>> fw;
           for (int i = 0; i < nl; ++i) fw.push_back(std::make_unique<Forward>(*layers[i], m, 5, nullptr, p, st.s));
           for (auto& f : fw) f->run(st.s);
@@ -772,8 +780,45 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
           std::sort(ms.begin(), ms.end());
           const double us = ms[ms.size() / 2] * 1e3;
           const double gbs = bytes / (us * 1e-6) / 1e9;
-          std::printf("bench %-17s %-4s m=%-5d %-11s graph %8.1f us  eager %8.1f us  %7.0f GB/s  %5.1f%% of read ceiling  (distinct %.1f+%d experts, %.1f MB; no-dedup %.1f MB)\n",
-                      sh.name, std::string(to_string(fmt)).c_str(), m, std::string(to_string(p)).c_str(), us,
+          // Per stage (each alone in a graph over the layers), at a few M.
+          if ((m == 1 || m == 64) && variant != 1) {
+            const char* names[4] = {"route", "gate_up", "down", "combine"};
+            double stage_us[4];
+            for (int stg = 0; stg < 4; ++stg) {
+              cudaGraph_t g2;
+              cudaGraphExec_t x2;
+              MOE_CUDA_CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
+              for (auto& f : fw) {
+                const bool dec = resolve_forward_path(f->args) == ForwardPath::decode;
+                if (stg == 0) enqueue_route(f->args, f->layout, st.s);
+                if (stg == 1) (dec ? enqueue_gate_up_decode : enqueue_gate_up_tensor_core)(f->args, f->layout, st.s);
+                if (stg == 2) (dec ? enqueue_down_decode : enqueue_down_tensor_core)(f->args, f->layout, st.s);
+                if (stg == 3) enqueue_combine(f->args, f->layout, st.s);
+              }
+              MOE_CUDA_CHECK(cudaStreamEndCapture(st.s, &g2));
+              MOE_CUDA_CHECK(cudaGraphInstantiate(&x2, g2, 0));
+              MOE_CUDA_CHECK(cudaGraphLaunch(x2, st.s));
+              std::vector<float> sm;
+              for (int rep = 0; rep < 7; ++rep) {
+                e0.record(st.s);
+                MOE_CUDA_CHECK(cudaGraphLaunch(x2, st.s));
+                e1.record(st.s);
+                MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+                sm.push_back(e1.elapsed_ms_since(e0) / nl);
+              }
+              std::sort(sm.begin(), sm.end());
+              stage_us[stg] = sm[sm.size() / 2] * 1e3;
+              MOE_CUDA_CHECK(cudaGraphExecDestroy(x2));
+              MOE_CUDA_CHECK(cudaGraphDestroy(g2));
+            }
+            std::printf("stages %-17s %-4s m=%-5d %-11s", sh.name, std::string(to_string(fmt)).c_str(), m,
+                        std::string(to_string(p)).c_str());
+            for (int stg = 0; stg < 4; ++stg) std::printf("  %s %.1f us", names[stg], stage_us[stg]);
+            std::printf("\n");
+          }
+          std::printf("bench %-17s %-4s m=%-5d %-11s %-6s graph %8.1f us  eager %8.1f us  %7.0f GB/s  %5.1f%% of read ceiling  (distinct %.1f+%d experts, %.1f MB; no-dedup %.1f MB)\n",
+                      sh.name, std::string(to_string(fmt)).c_str(), m, std::string(to_string(p)).c_str(),
+                      variant == 1 ? "no-pdl" : "", us,
                       eager_us, gbs, 100.0 * gbs / ceiling_gbs, distinct, d.shared, bytes / 1e6,
                       bytes_nodedup / 1e6);
           std::fflush(stdout);
@@ -783,4 +828,5 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
       }
     }
   }
+  set_programmatic_launch(true);
 }

@@ -1,0 +1,156 @@
+// `moebench render` and the renderers behind it: terminal table, Markdown, the self-contained
+// HTML page (inline SVG, nothing fetched from a network) for a report and for a comparison.
+#include <doctest/doctest.h>
+
+#include <regex>
+
+#include "cli_runner.hpp"
+#include "reports/compare.hpp"
+#include "reports/comparison_table.hpp"
+#include "reports/html_page.hpp"
+#include "reports/markdown.hpp"
+#include "reports/svg_plot.hpp"
+
+using namespace moe::report;
+using moe::test::data_file;
+using moe::test::moebench;
+
+namespace {
+
+std::string report(const std::string& name) { return data_file("reports/" + name); }
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// No reference that a browser would fetch: no URL scheme, no src= or href= to anywhere.
+void check_self_contained(const std::string& html) {
+  CHECK(html.find("http://") == std::string::npos);
+  CHECK(html.find("https://") == std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("url(") == std::string::npos);
+}
+
+// Every element that was opened was closed (a cheap well-formedness check of the SVG).
+void check_balanced(const std::string& html, const std::string& tag) {
+  CAPTURE(tag);
+  CHECK(count(html, "<" + tag + ">") + count(html, "<" + tag + " ") == count(html, "</" + tag + ">"));
+}
+
+}  // namespace
+
+TEST_CASE("HTML page of a report: plots per shape, read ceiling, spread, self-contained") {
+  const Report r = load_report(report("h200-base.json"));
+  const std::string html = render_html(r);
+  CHECK(html.rfind("<!doctype html>", 0) == 0);
+  check_self_contained(html);
+  for (const char* tag : {"svg", "g", "text", "title", "table", "tr", "td", "details"})
+    check_balanced(html, tag);
+  // One GB/s-against-M chart per shape, plus the spread chart.
+  CHECK(count(html, "<svg") == 3);
+  CHECK(html.find("deepseek-v2-lite") != std::string::npos);
+  CHECK(html.find("qwen3-30b-a3b") != std::string::npos);
+  // One polyline per format (the reports hold graph mode only) in each chart.
+  CHECK(count(html, "<polyline") == 4);
+  // The read ceiling line, labelled with the measured value.
+  CHECK(html.find("read ceiling") != std::string::npos);
+  CHECK(html.find("stroke-dasharray=\"6 4\"") != std::string::npos);
+  // The spread chart has one row per case with samples.
+  CHECK(html.find("Spread of samples") != std::string::npos);
+  CHECK(count(html, "<rect") == r.cases.size());
+}
+
+TEST_CASE("HTML page of a comparison: base dashed beside head, verdict changes first") {
+  const Report base = load_report(report("h200-base.json"));
+  const Report head = load_report(report("h200-verdict-fail.json"));
+  const Comparison c = compare_reports(base, head, {}, "base.json", "head.json");
+  const std::string html = render_html(c);
+  check_self_contained(html);
+  for (const char* tag : {"svg", "g", "text", "table", "tr"}) check_balanced(html, tag);
+  CHECK(count(html, "<polyline") == 8);  // base and head, two formats, two shapes
+  CHECK(html.find("base read ceiling") != std::string::npos);
+  CHECK(html.find("Verdict changes") < html.find("Metrics"));
+  CHECK(html.find("REGRESSION") != std::string::npos);
+}
+
+TEST_CASE("HTML escapes what it prints") {
+  Report r = load_report(report("h200-copy.json"));
+  r.cases[0].reason = "<script>alert(1)</script>";
+  r.cases[0].verdict = Verdict::fail;
+  const std::string html = render_html(r);
+  CHECK(html.find("<script>") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;") != std::string::npos);
+}
+
+TEST_CASE("Markdown of a report and of a comparison") {
+  const Report base = load_report(report("h200-base.json"));
+  const std::string md = render_markdown(base);
+  CHECK(md.find("## moebench report") != std::string::npos);
+  CHECK(md.find("| probe | case |") != std::string::npos);
+  CHECK(count(md, "\n| ") == base.cases.size() + 2);  // header, rule, one row per case
+
+  const Report head = load_report(report("h200-verdict-fail.json"));
+  const Comparison c = compare_reports(base, head, {}, "base.json", "head.json");
+  const std::string cmd = render_markdown(c);
+  CHECK(cmd.find("regression") != std::string::npos);
+  CHECK(cmd.find("### Verdict changes") != std::string::npos);
+  CHECK(cmd.find("<details>") != std::string::npos);
+
+  const Report other = load_report(report("a100-other-gpu.json"));
+  const std::string warn = render_markdown(compare_reports(base, other, {}));
+  CHECK(warn.find("> [!WARNING]") != std::string::npos);
+  CHECK(warn.find("NVIDIA A100-SXM4-80GB") != std::string::npos);
+}
+
+TEST_CASE("terminal table of a comparison lists the regression first") {
+  const Comparison c = compare_reports(load_report(report("h200-base.json")),
+                                       load_report(report("h200-slower-5pct.json")), {});
+  const std::string t = render_comparison_table(c);
+  const auto first_row = t.find("\nbandwidth/graph/shape=deepseek-v2-lite/m=8");
+  REQUIRE(first_row != std::string::npos);
+  CHECK(first_row < t.find("\ncopy/read"));
+  CHECK(t.find("REGRESSION") != std::string::npos);
+}
+
+TEST_CASE("nice ticks") {
+  CHECK(nice_ticks(0, 4800, 5) == std::vector<double>{0, 1000, 2000, 3000, 4000});
+  CHECK(nice_ticks(-3, 3, 6) == std::vector<double>{-3, -2, -1, 0, 1, 2, 3});
+}
+
+TEST_CASE("moebench render: every format, to stdout and to a file") {
+  const auto dir = moe::test::scratch_dir("render");
+  const auto table = moebench("render", report("h200-base.json"));
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("verdict") != std::string::npos);
+  const auto md = moebench("render", report("h200-base.json"), "--format", "markdown");
+  CHECK(md.exit_code == 0);
+  CHECK(md.out.find("## moebench report") != std::string::npos);
+  const auto html_path = (dir / "page.html").string();
+  const auto html = moebench("render", report("h200-base.json"), "--format", "html", "-o", html_path);
+  CHECK(html.exit_code == 0);
+  CHECK(moe::test::read_text(html_path).find("<svg") != std::string::npos);
+  const auto json = moebench("render", report("h200-base.json"), "--format", "json");
+  CHECK(json.exit_code == 0);
+  CHECK(nlohmann::json::parse(json.out).at("schema") == "moebench.report");
+  const auto cmp_html = (dir / "compare.html").string();
+  const auto cmp = moebench("compare", report("h200-base.json"), report("h200-faster-5pct.json"),
+                            "--format", "html", "-o", cmp_html);
+  CHECK(cmp.exit_code == 0);
+  CHECK(moe::test::read_text(cmp_html).find("FASTER") != std::string::npos);
+}
+
+TEST_CASE("moebench render: bad input exits 2 naming it") {
+  const auto missing = moebench("render", "/nonexistent/report.json");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("/nonexistent/report.json") != std::string::npos);
+  const auto format = moebench("render", report("h200-base.json"), "--format", "pdf");
+  CHECK(format.exit_code == 2);
+  CHECK(format.err.find("valid: table, markdown, html, gbench, json") != std::string::npos);
+  const auto not_report = moebench("render", data_file("cases/copy-read-ceiling.json"));
+  CHECK(not_report.exit_code == 2);
+  CHECK(not_report.err.find("not a moebench report") != std::string::npos);
+}
