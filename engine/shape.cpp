@@ -28,7 +28,7 @@ json read_json_file(const std::filesystem::path& file) {
   if (!in) throw UsageError("cannot open '" + file.string() + "'");
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     throw UsageError("'" + file.string() + "' is not valid JSON: " + e.what());
   }
 }
@@ -46,6 +46,18 @@ int int_field(const json& j, const std::string& key, const std::string& origin, 
   if (x < INT32_MIN || x > INT32_MAX)
     throw UsageError(origin + ": field \"" + key + "\" = " + v.dump() + " is out of range");
   return static_cast<int>(x);
+}
+
+// An integer config value that must fit an int: a wider one is refused by name rather than
+// silently wrapped into a different (possibly valid-looking) size.
+int config_int(const json& v, const std::string& origin, const std::string& field) {
+  const bool fits = v.is_number_unsigned()  ? v.get<unsigned long long>() <= INT32_MAX
+                    : v.is_number_integer() ? v.get<long long>() >= INT32_MIN &&
+                                                  v.get<long long>() <= INT32_MAX
+                                            : false;
+  if (!fits)
+    throw UsageError(origin + ": field \"" + field + "\" = " + v.dump() + " is out of range");
+  return v.get<int>();
 }
 
 kernels::Scoring parse_scoring(const json& v, const std::string& origin, const std::string& key) {
@@ -199,12 +211,12 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
     if (!f.value->is_number_integer())
       throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
                        f.value->dump());
-    return std::pair{f.value->get<int>(), f.field};
+    return std::pair{config_int(*f.value, origin, f.field), f.field};
   };
 
   Shape s;
   std::vector<std::string> provenance;
-  s.experts = experts.value->get<int>();
+  s.experts = config_int(*experts.value, origin, experts.field);
   provenance.push_back("experts<-" + experts.field);
   auto [top_k, topk_field] = need_int(topk_names, "top-k");
   s.top_k = top_k;
@@ -217,12 +229,16 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
   provenance.push_back("moe_inter<-" + inter_field);
 
   if (const Found f = find_field(scopes, shared_names); f.value && f.value->is_number_integer()) {
-    s.shared_experts = f.value->get<int>();
+    s.shared_experts = config_int(*f.value, origin, f.field);
     provenance.push_back("shared_experts<-" + f.field);
   } else if (const Found q = find_field(scopes, {"shared_expert_intermediate_size"});
-             q.value && q.value->is_number_integer() && q.value->get<int>() > 0) {
-    // Qwen2-MoE style: one shared MLP of its own width, expressed as whole experts of width I.
-    s.shared_experts = (q.value->get<int>() + s.moe_inter - 1) / s.moe_inter;
+             q.value && q.value->is_number_integer() && q.value->get<long long>() > 0 &&
+             s.moe_inter > 0) {  // a non-positive moe_inter is refused by validate_shape below
+    // Qwen2-MoE style: one shared MLP of its own width, expressed as whole experts of width I
+    // (rounded up; 64-bit and clamped so no width can overflow or divide by zero).
+    const long long width = q.value->get<long long>();
+    s.shared_experts =
+        static_cast<int>(std::min<long long>((width - 1) / s.moe_inter + 1, INT32_MAX));
     provenance.push_back("shared_experts<-shared_expert_intermediate_size/moe_inter");
   }
   if (const Found f = find_field(scopes, {"scoring_func"}); f.value)

@@ -46,56 +46,82 @@ std::set<int> touched_experts(const kernels::MoeDims& dims, const std::vector<in
   return experts;
 }
 
+LayerReference LayerReference::of(const MoeLayer& layer) {
+  LayerReference r;
+  r.dims = layer.config().dims;
+  r.weight_seed = layer.config().seed;
+  if (const float* bias = layer.weights().router_bias()) {
+    r.router_bias.resize(static_cast<std::size_t>(r.dims.experts));
+    MOE_CUDA_CHECK(cudaMemcpy(r.router_bias.data(), bias, r.router_bias.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+  }
+  return r;
+}
+
 LayerCheck check_layer_output(MoeLayer& layer, const __nv_bfloat16* out, int m,
                               std::uint64_t input_seed, int max_tokens) {
-  const kernels::MoeDims& dims = layer.config().dims;
-  const std::uint64_t wseed = layer.config().seed;
-  const int H = dims.hidden, k = dims.top_k;
   const std::vector<int> gpu_ids = read_topk_ids(layer, m, layer.stream());
-  const std::vector<std::uint16_t> gpu_out =
-      copy_to_host(out, static_cast<std::size_t>(m) * static_cast<std::size_t>(H));
+  return check_output(
+      LayerReference::of(layer),
+      copy_to_host(out, static_cast<std::size_t>(m) * static_cast<std::size_t>(layer.config().dims.hidden)),
+      m, input_seed, &gpu_ids, max_tokens);
+}
+
+LayerCheck check_output(const LayerReference& layer, const std::vector<std::uint16_t>& gpu_out,
+                        int m, std::uint64_t input_seed, const std::vector<int>* gpu_ids,
+                        int max_tokens) {
+  const kernels::MoeDims& dims = layer.dims;
+  const int H = dims.hidden, k = dims.top_k;
 
   // Tokens to check: spread over the batch, first and last included.
-  std::vector<int> tokens;
-  const int n = std::min(m, max_tokens);
-  for (int i = 0; i < n; ++i) tokens.push_back(n == 1 ? 0 : static_cast<int>((static_cast<long>(m - 1) * i) / (n - 1)));
-
-  std::vector<float> bias;
-  if (layer.weights().router_bias()) {
-    bias.resize(static_cast<std::size_t>(dims.experts));
-    MOE_CUDA_CHECK(cudaMemcpy(bias.data(), layer.weights().router_bias(),
-                              bias.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  }
-  std::vector<float> x(static_cast<std::size_t>(n) * H);
-  for (int i = 0; i < n; ++i)
-    kernels::input_row_host(dims, input_seed, tokens[i], x.data() + static_cast<std::size_t>(i) * H);
-  const std::vector<double> logits =
-      kernels::ref::router_logits(dims, wseed, x, n, bias.empty() ? nullptr : bias.data());
+  std::vector<int> candidates;
+  const int n_max = std::min(m, max_tokens);
+  for (int i = 0; i < n_max; ++i)
+    candidates.push_back(n_max == 1 ? 0 : static_cast<int>((static_cast<long>(m - 1) * i) / (n_max - 1)));
+  std::vector<float> x_all(static_cast<std::size_t>(n_max) * H);
+  for (int i = 0; i < n_max; ++i)
+    kernels::input_row_host(dims, input_seed, candidates[i], x_all.data() + static_cast<std::size_t>(i) * H);
+  const std::vector<double> logits = kernels::ref::router_logits(
+      dims, layer.weight_seed, x_all, n_max,
+      layer.router_bias.empty() ? nullptr : layer.router_bias.data());
 
   LayerCheck r;
   r.bound = kRelL2Bound;
-  r.tokens_checked = n;
-  std::vector<int> ids(static_cast<std::size_t>(n) * k);
-  std::vector<double> weights(static_cast<std::size_t>(n) * k);
-  for (int i = 0; i < n; ++i) {
+  std::vector<int> tokens, ids;
+  std::vector<float> x;
+  std::vector<double> weights;
+  for (int i = 0; i < n_max; ++i) {
     const double* lg = logits.data() + static_cast<std::size_t>(i) * dims.experts;
-    int* ref_ids = ids.data() + static_cast<std::size_t>(i) * k;
-    kernels::ref::route_token(dims, lg, ref_ids, weights.data() + static_cast<std::size_t>(i) * k);
-    const int* g = gpu_ids.data() + static_cast<std::size_t>(tokens[i]) * k;
-    if (!std::equal(g, g + k, ref_ids)) {
-      // A different choice is legitimate only at a near-tie of fp32 accumulation; then the
-      // reference follows the GPU's choice so the rest of the layer is still checked.
-      if (kernels::ref::topk_margin(dims, lg) < 1e-3) {
-        ++r.near_ties;
-        std::copy(g, g + k, ref_ids);
-        kernels::ref::weights_for_ids(dims, lg, ref_ids,
-                                      weights.data() + static_cast<std::size_t>(i) * k);
-      } else {
-        ++r.routing_mismatches;
+    std::vector<int> ref_ids(static_cast<std::size_t>(k));
+    std::vector<double> w(static_cast<std::size_t>(k));
+    kernels::ref::route_token(dims, lg, ref_ids.data(), w.data());
+    const bool near_tie = kernels::ref::topk_margin(dims, lg) < 1e-3;
+    if (gpu_ids) {
+      const int* g = gpu_ids->data() + static_cast<std::size_t>(candidates[i]) * k;
+      if (!std::equal(g, g + k, ref_ids.begin())) {
+        // A different choice is legitimate only at a near-tie of fp32 accumulation; then the
+        // reference follows the GPU's choice so the rest of the layer is still checked.
+        if (near_tie) {
+          ++r.near_ties;
+          std::copy(g, g + k, ref_ids.begin());
+          kernels::ref::weights_for_ids(dims, lg, ref_ids.data(), w.data());
+        } else {
+          ++r.routing_mismatches;
+        }
       }
+    } else if (near_tie) {
+      ++r.near_ties;  // the GPU's choice is unknown: leave this token out
+      continue;
     }
+    tokens.push_back(candidates[i]);
+    ids.insert(ids.end(), ref_ids.begin(), ref_ids.end());
+    weights.insert(weights.end(), w.begin(), w.end());
+    x.insert(x.end(), x_all.begin() + static_cast<std::ptrdiff_t>(i) * H,
+             x_all.begin() + static_cast<std::ptrdiff_t>(i + 1) * H);
   }
-  const std::vector<double> ref = kernels::ref::moe_layer(dims, wseed, x, n, ids, weights);
+  const int n = static_cast<int>(tokens.size());
+  r.tokens_checked = n;
+  const std::vector<double> ref = kernels::ref::moe_layer(dims, layer.weight_seed, x, n, ids, weights);
   double num = 0, den = 0;
   bool finite = true;
   for (int i = 0; i < n; ++i)
@@ -107,9 +133,9 @@ LayerCheck check_layer_output(MoeLayer& layer, const __nv_bfloat16* out, int m,
       num += (got - want) * (got - want);
       den += want * want;
     }
-  r.rel_l2 = std::sqrt(num / std::max(den, 1e-300));
+  r.rel_l2 = n == 0 ? 0 : std::sqrt(num / std::max(den, 1e-300));
   if (!finite) r.rel_l2 = INFINITY;
-  r.passed = finite && r.routing_mismatches == 0 && r.rel_l2 < r.bound;
+  r.passed = n > 0 && finite && r.routing_mismatches == 0 && r.rel_l2 < r.bound;
   std::ostringstream d;
   d << n << " of " << m << " tokens vs CPU reference: rel L2 error " << r.rel_l2 << " (bound "
     << r.bound << "), " << r.routing_mismatches << " routing mismatches, " << r.near_ties

@@ -24,6 +24,15 @@ struct LayerCheck {
   report::Check as_check(const std::string& name) const { return {name, passed, detail}; }
 };
 
+// What the CPU reference needs to recompute a layer: kept apart from the layer so a probe can
+// check an output after the layer itself was destroyed.
+struct LayerReference {
+  kernels::MoeDims dims;
+  std::uint64_t weight_seed = 0;
+  std::vector<float> router_bias;  // empty: none
+  static LayerReference of(const MoeLayer& layer);
+};
+
 // The top-k expert ids the layer's last forward chose, [m, k], read back from its scratch.
 std::vector<int> read_topk_ids(const MoeLayer& layer, int m, Stream& stream);
 
@@ -37,6 +46,12 @@ std::set<int> touched_experts(const kernels::MoeDims& dims, const std::vector<in
 // errors of order 1.
 LayerCheck check_layer_output(MoeLayer& layer, const __nv_bfloat16* out, int m,
                               std::uint64_t input_seed, int max_tokens = 8);
+
+// The same check from a host copy of the output. With `gpu_ids` null (the layer is gone), a
+// token whose top-k is within a near-tie is skipped rather than followed.
+LayerCheck check_output(const LayerReference& layer, const std::vector<std::uint16_t>& out, int m,
+                        std::uint64_t input_seed, const std::vector<int>* gpu_ids,
+                        int max_tokens = 8);
 
 // Bit-exact comparison of two device outputs of m x H bf16 (graph replay against eager, two
 // runs of one input). Returns the number of differing elements.

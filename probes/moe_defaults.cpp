@@ -21,6 +21,11 @@ std::vector<kernels::WeightFormat> formats_or_default(const ProbeState& state) {
   return {kernels::WeightFormat::bf16, kernels::WeightFormat::int4};
 }
 
+std::vector<kernels::WeightFormat> formats_or_bf16(const ProbeState& state) {
+  if (!state.options().formats.empty()) return state.options().formats;
+  return {kernels::WeightFormat::bf16};
+}
+
 std::vector<std::string> modes_or_default(const ProbeState& state) {
   if (!state.options().modes.empty()) return state.options().modes;
   return {"eager", "graph"};

@@ -13,6 +13,8 @@ std::vector<Shape> shapes_or_default(const ProbeState& state,
                                      const std::vector<const char*>& defaults);
 std::vector<int> ms_or_default(const ProbeState& state, const std::vector<int>& defaults);
 std::vector<kernels::WeightFormat> formats_or_default(const ProbeState& state);
+// The bug probes default to bf16 only: their bugs live in the lifecycle, not the format.
+std::vector<kernels::WeightFormat> formats_or_bf16(const ProbeState& state);
 std::vector<std::string> modes_or_default(const ProbeState& state);
 
 // A seed for one purpose (weights, an input) derived from the run's --seed, so cases differ

@@ -19,16 +19,17 @@ class ProbeState {
   using CaseSink = std::function<void(report::CaseResult)>;
 
   ProbeState(std::string probe, const RunOptions& options, const Device& device,
-             DeviceAllocator& allocator, measure::Sampler& sampler, CaseSink sink)
+             DeviceAllocator& allocator, measure::Sampler& sampler, CaseSink sink, int rep = 0)
       : probe_(std::move(probe)), options_(options), device_(device), allocator_(allocator),
-        sampler_(sampler), sink_(std::move(sink)) {}
+        sampler_(sampler), sink_(std::move(sink)), rep_(rep) {}
 
   const RunOptions& options() const { return options_; }
   const Device& device() const { return device_; }
   DeviceAllocator& allocator() { return allocator_; }
   measure::Sampler& sampler() { return sampler_; }
 
-  // A result pre-filled with this probe's name, the seed and any active mutation.
+  // A result pre-filled with this probe's name, the seed and any active mutation; with
+  // --repeat, the case name carries the repetition ("cycle#3") so keys stay unique.
   report::CaseResult new_case(std::string name) const;
   // Hands a finished case to the report (which is rewritten on disk at once).
   void add_case(report::CaseResult result) { sink_(std::move(result)); }
@@ -40,6 +41,7 @@ class ProbeState {
   DeviceAllocator& allocator_;
   measure::Sampler& sampler_;
   CaseSink sink_;
+  int rep_;  // which repetition of the probe (0-based) when the run repeats it
 };
 
 struct ProbeInfo {

@@ -9,6 +9,11 @@ namespace moe {
 void run_copy_probe(ProbeState&);
 void run_bandwidth_probe(ProbeState&);
 void run_capture_replay_probe(ProbeState&);
+void run_two_engine_probe(ProbeState&);
+void run_drop_after_inflight_probe(ProbeState&);
+void run_scratch_regrow_probe(ProbeState&);
+void run_host_nonblocking_probe(ProbeState&);
+void run_barrier_probe(ProbeState&);
 
 namespace {
 constexpr std::array kProbes{
@@ -24,6 +29,25 @@ constexpr std::array kProbes{
               "graph capture and replay: capture refusals, no sync in capture, replays after "
               "input changes, repeated cycles, eager after replay, teardown; host time saved",
               &run_capture_replay_probe, true},
+    ProbeInfo{"two-engine",
+              "N engines built, run and destroyed in sequence with forced address reuse: "
+              "stale resident pointers give wrong tokens (brief 2.1)",
+              &run_two_engine_probe, true},
+    ProbeInfo{"drop-after-inflight",
+              "a layer and an engine destroyed with a forward in flight, the next request "
+              "writing the freed memory: the pending result must stay right",
+              &run_drop_after_inflight_probe, true},
+    ProbeInfo{"scratch-regrow",
+              "one layer over growing and shrinking M, no drain between calls, outputs checked "
+              "one call behind while another request writes freed blocks",
+              &run_scratch_regrow_probe, true},
+    ProbeInfo{"host-nonblocking",
+              "forward returns to the host in well under the GPU time of a >500 us step",
+              &run_host_nonblocking_probe, true},
+    ProbeInfo{"barrier",
+              "moebench's timing loop against one with a no-op barrier: the queue-saturation "
+              "artifact (host time converging on GPU time) shown and ruled out",
+              &run_barrier_probe, true},
 };
 }  // namespace
 

@@ -22,6 +22,8 @@ struct RunOptions {
   int device = 0;
   std::uint64_t seed = 1;
   std::optional<Mutation> mutation;           // fault injected for the whole run (selftest)
+  int repeat = 1;                             // each probe runs this many times (selftest)
+  int engines = 3;                            // probe two-engine: engines built in sequence
   std::size_t copy_bytes = 0;                 // probe copy buffer size; 0 = 4 GiB capped by free memory
   std::string fixtures_dir;
   bool user_set_shapes = false;

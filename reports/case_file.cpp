@@ -178,7 +178,7 @@ CaseFile load_case_file(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     throw UsageError("case file '" + path + "' is not valid JSON: " + e.what());
   }
   return parse_case_file(j, "case file '" + path + "'");

@@ -1,5 +1,6 @@
 #include "reports/report.hpp"
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -232,19 +233,27 @@ Report load_report(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     throw UsageError("report '" + path + "' is not valid JSON: " + e.what());
   }
-  if (!j.is_object() || j.value("schema", std::string()) != kSchemaName)
+  // Compared as JSON: json::value() would throw its own type_error on a non-string "schema".
+  if (!j.is_object() || !j.contains("schema") || j.at("schema") != kSchemaName)
     throw UsageError("'" + path + "' is not a moebench report (field \"schema\" must be \"" +
                      std::string(kSchemaName) + "\")");
-  const json& version = j.at("schema_version");
-  if (!version.is_number_integer())
+  if (!j.contains("schema_version") || !j.at("schema_version").is_number_integer())
     throw UsageError("report '" + path + "': field \"schema_version\" must be an integer");
-  if (version.get<int>() > kSchemaVersion)
-    throw UsageError("report '" + path + "' has schema version " +
-                     std::to_string(version.get<int>()) + "; this moebench reads up to " +
-                     std::to_string(kSchemaVersion) + ": use a newer moebench");
+  // Compared as written (64-bit, unsigned kept unsigned) so a huge version cannot wrap to 1.
+  const json& version = j.at("schema_version");
+  const bool newer = version.is_number_unsigned()
+                         ? version.get<std::uint64_t>() > static_cast<std::uint64_t>(kSchemaVersion)
+                         : version.get<std::int64_t>() > kSchemaVersion;
+  if (newer)
+    throw UsageError("report '" + path + "' has schema version " + version.dump() +
+                     "; this moebench reads up to " + std::to_string(kSchemaVersion) +
+                     ": use a newer moebench");
+  if (version.get<std::int64_t>() < 1)
+    throw UsageError("report '" + path + "': field \"schema_version\" = " + version.dump() +
+                     " must be at least 1");
   try {
     return j.get<Report>();
   } catch (const json::exception& e) {

@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ git pkg-config
   libcli11-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
   libbenchmark-tools python3 python3-scipy   # Google Benchmark's compare.py, used by a test
+  clang   # scripts/fuzz.sh: libFuzzer (its runtime comes with libclang-common-N-dev's deps)
 )
 
 missing=()

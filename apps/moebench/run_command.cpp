@@ -81,6 +81,13 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   o.device = r.device;
   o.seed = r.seed;
   o.copy_bytes = r.copy_bytes;
+  if (r.repeat < 1 || r.repeat > 10000)
+    throw UsageError("--repeat " + std::to_string(r.repeat) + " is out of range: 1..10000");
+  o.repeat = r.repeat;
+  if (r.engines < 2 || r.engines > 64)
+    throw UsageError("--engines " + std::to_string(r.engines) +
+                     " is out of range: 2..64 (address reuse needs at least two)");
+  o.engines = r.engines;
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
   return o;
 }
@@ -105,6 +112,8 @@ nlohmann::json options_json(const RunOptions& o) {
           {"device", o.device},
           {"seed", o.seed},
           {"copy_bytes", o.copy_bytes},
+          {"repeat", o.repeat},
+          {"engines", o.engines},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
                                   : nlohmann::json(nullptr)}};
 }
@@ -145,33 +154,38 @@ report::Report execute_run(const RunRequest& request) {
   bool context_poisoned = false;
   for (std::size_t i = 0; i < probes.size(); ++i) {
     const ProbeInfo& probe = *probes[i];
-    std::fprintf(stderr, "[%zu/%zu] %.*s\n", i + 1, probes.size(),
-                 static_cast<int>(probe.name.size()), probe.name.data());
-    ProbeState state(std::string(probe.name), options, device, allocator, sampler,
-                     [&](report::CaseResult c) {
-                       std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
-                                    c.key().c_str());
-                       report.cases.push_back(std::move(c));
-                       writer.write(report);  // nothing measured is lost if a later case dies
-                     });
-    if (context_poisoned) {
-      report::CaseResult c = state.new_case("run");
-      c.verdict = report::Verdict::error;
-      c.reason = "not run: an earlier probe left a sticky CUDA error in this process";
-      state.add_case(std::move(c));
-      continue;
-    }
-    try {
-      probe.run(state);
-    } catch (const std::exception& e) {
-      report::CaseResult c = state.new_case("run");
-      c.verdict = report::Verdict::error;
-      c.reason = e.what();
-      if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
-        c.evidence["cuda_error"] = cudaGetErrorName(ce->status());
-        context_poisoned = ce->sticky();
+    for (int rep = 0; rep < options.repeat; ++rep) {
+      std::fprintf(stderr, "[%zu/%zu] %.*s%s\n", i + 1, probes.size(),
+                   static_cast<int>(probe.name.size()), probe.name.data(),
+                   options.repeat > 1 ? (" #" + std::to_string(rep)).c_str() : "");
+      ProbeState state(
+          std::string(probe.name), options, device, allocator, sampler,
+          [&](report::CaseResult c) {
+            std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
+                         c.key().c_str());
+            report.cases.push_back(std::move(c));
+            writer.write(report);  // nothing measured is lost if a later case dies
+          },
+          rep);
+      if (context_poisoned) {
+        report::CaseResult c = state.new_case("run");
+        c.verdict = report::Verdict::error;
+        c.reason = "not run: an earlier probe left a sticky CUDA error in this process";
+        state.add_case(std::move(c));
+        continue;
       }
-      state.add_case(std::move(c));
+      try {
+        probe.run(state);
+      } catch (const std::exception& e) {
+        report::CaseResult c = state.new_case("run");
+        c.verdict = report::Verdict::error;
+        c.reason = e.what();
+        if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
+          c.evidence["cuda_error"] = cudaGetErrorName(ce->status());
+          context_poisoned = ce->sticky();
+        }
+        state.add_case(std::move(c));
+      }
     }
   }
   report.invocation["finished_at"] = now_iso8601();
@@ -228,6 +242,9 @@ void add_run_options(CLI::App& run, RunRequest& r) {
                  "Inject a fault for the whole run (see `list mutations`)");
   run.add_option("--copy-bytes", r.copy_bytes,
                  "Buffer size of probe copy in bytes (default 4 GiB, capped by free memory)");
+  run.add_option("--repeat", r.repeat, "Run each probe this many times")->capture_default_str();
+  run.add_option("--engines", r.engines, "Probe two-engine: engines built one after another")
+      ->capture_default_str();
   run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
 }
 

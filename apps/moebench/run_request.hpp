@@ -29,6 +29,8 @@ struct RunRequest {
   int device = 0;
   std::uint64_t seed = 1;
   std::size_t copy_bytes = 0;
+  int repeat = 1;
+  int engines = 3;
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
   std::vector<std::string> argv;

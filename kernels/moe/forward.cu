@@ -98,7 +98,7 @@ void validate_forward_args(const MoeForwardArgs& a) {
 
 namespace {
 std::atomic<int>& pdl_flag() {
-  static std::atomic<int> flag{std::getenv("MOE_NO_PDL") && std::getenv("MOE_NO_PDL")[0] == '1' ? 0 : 1};
+  static std::atomic<int> flag{std::getenv("MOE_PDL") && std::getenv("MOE_PDL")[0] == '1' ? 1 : 0};
   return flag;
 }
 }  // namespace
@@ -126,7 +126,7 @@ int current_device_sm() {
 ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
   ForwardPath p = a.path;
   if (p == ForwardPath::automatic)
-    p = a.m <= kDecodeMaxTokens ? ForwardPath::decode : ForwardPath::tensor_core;
+    p = a.m <= decode_max_tokens(a.dims.format) ? ForwardPath::decode : ForwardPath::tensor_core;
   // bf16 mma needs sm_80; Turing falls back to the SIMT kernels (they handle any M).
   if (p == ForwardPath::tensor_core && current_device_sm() < 80) p = ForwardPath::decode;
   return p;

@@ -23,11 +23,16 @@
 namespace moe::kernels {
 
 // ForwardPath::automatic takes the decode kernels up to this M (tokens), tensor cores above.
-// Why 64: the decode kernels stream each active expert's weights once per chunk of 8 of its
-// tokens; up to M = 64 a chunk rarely repeats for uniform routing (M * top_k / E tokens per
-// expert), and the decode kernels keep every SM busy even with a handful of active experts,
-// where tensor-core tiles of 64 tokens would sit mostly empty.
-constexpr int kDecodeMaxTokens = 64;
+// Why: the decode kernels stream each active expert's weights once per chunk of its tokens
+// (8 for bf16, 4 for int4) and spend SIMT instructions per token, so they win while few
+// tokens share an expert (M * top_k / E small) and keep every SM busy even with a handful of
+// active experts, where 64-row tensor-core tiles would sit mostly empty. The crossover was
+// measured with the bench in tests/gpu/test_moe_kernels.cu on an H200.
+constexpr int kDecodeMaxTokensBf16 = 32;
+constexpr int kDecodeMaxTokensInt4 = 16;
+constexpr int decode_max_tokens(WeightFormat f) {
+  return f == WeightFormat::bf16 ? kDecodeMaxTokensBf16 : kDecodeMaxTokensInt4;
+}
 
 // Rows of the tensor-core tile in tokens (pairs); the tile list in scratch is in these units.
 constexpr int kTensorCoreTileRows = 64;
@@ -98,9 +103,10 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
 
-// Programmatic dependent launch between the forward's kernels (sm_90+; on by default) lets
-// each kernel be scheduled, and the down kernel fetch its first weights, before the previous
-// one ends. Switchable for A/B timing; MOE_NO_PDL=1 in the environment starts it off.
+// Programmatic dependent launch between the forward's decode kernels (sm_90+) lets each kernel
+// be scheduled, and the down kernel fetch its first weights, before the previous one ends.
+// Off by default (measured slower at M=1 on an H200 with this kernel design, see the bench);
+// switchable for A/B timing, MOE_PDL=1 in the environment starts it on.
 void set_programmatic_launch(bool enabled);
 bool programmatic_launch();
 

@@ -120,50 +120,54 @@ __device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
   return v;
 }
 
+constexpr int kSmemMembershipWords = 2048;  // bitmask words kept in shared memory (m <= 32 * 2048 / (E + S))
+
+// Plain load for shared memory, L2 load for global (the atomics went to L2).
+__device__ __forceinline__ std::uint32_t load_bits(const std::uint32_t* p, bool shared) {
+  return shared ? *p : __ldcg(p);
+}
+
 // Groups all (token, slot) pairs by expert, in pair order within an expert: a token picks an
 // expert at most once, so a pair's rank inside its expert is the number of earlier tokens in
-// that expert's membership bitmask. Counts and offsets live in shared memory.
+// that expert's membership bitmask. Bitmasks, counts and offsets live in shared memory (the
+// bitmasks in scratch for very large m).
 __device__ void group_pairs(const RouteParams& p) {
   __shared__ int s_counts[kMaxTotalExperts];
   __shared__ int s_offsets[kMaxTotalExperts + 1];
+  __shared__ std::uint32_t s_bits[kSmemMembershipWords];
+  __shared__ int s_prefix[kSmemMembershipWords];
   __shared__ int s_num_active;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int E = p.experts, Et = p.experts + p.shared, W = p.bit_words, k = p.top_k;
   const int slots = k + p.shared;
+  const bool in_smem = Et * W <= kSmemMembershipWords;
+  std::uint32_t* bits = in_smem ? s_bits : p.membership;
+  int* prefix = in_smem ? s_prefix : p.membership_prefix;
   // Membership bitmasks: routed from topk_ids, shared experts hold every token.
   for (int i = threadIdx.x; i < Et * W; i += blockDim.x) {
     const int e = i / W, w = i % W;
-    std::uint32_t bits = 0;
+    std::uint32_t b = 0;
     if (e >= E) {
       const int left = p.m - 32 * w;
-      bits = left >= 32 ? 0xFFFFFFFFu : ((1u << left) - 1u);
+      b = left >= 32 ? 0xFFFFFFFFu : ((1u << left) - 1u);
     }
-    p.membership[i] = bits;
+    bits[i] = b;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < p.m * k; i += blockDim.x) {
     const int t = i / k;
     const int e = __ldcg(p.topk_ids + i);
-    atomicOr(p.membership + e * W + (t >> 5), 1u << (t & 31));
+    atomicOr(bits + e * W + (t >> 5), 1u << (t & 31));
   }
   __syncthreads();
-  if (W == 1) {  // m <= 32 (decode): one word per expert, one thread per expert
-    for (int e = threadIdx.x; e < Et; e += blockDim.x) {
-      s_counts[e] = __popc(__ldcg(p.membership + e));
-      p.membership_prefix[e] = 0;
+  // One thread per expert walks its words: count and per-word prefix.
+  for (int e = threadIdx.x; e < Et; e += blockDim.x) {
+    int run = 0;
+    for (int w = 0; w < W; ++w) {
+      prefix[e * W + w] = run;
+      run += __popc(load_bits(bits + e * W + w, in_smem));
     }
-  } else {
-    for (int e = warp; e < Et; e += kRouteWarps) {
-      int run = 0;
-      for (int w0 = 0; w0 < W; w0 += 32) {
-        const int w = w0 + lane;
-        const int c = w < W ? __popc(__ldcg(p.membership + e * W + w)) : 0;
-        const int incl = warp_inclusive_scan(c, lane);
-        if (w < W) p.membership_prefix[e * W + w] = run + incl - c;
-        run += __shfl_sync(0xffffffffu, incl, 31);
-      }
-      if (lane == 0) s_counts[e] = run;
-    }
+    s_counts[e] = run;
   }
   __syncthreads();
   if (warp == 0) {
@@ -205,8 +209,8 @@ __device__ void group_pairs(const RouteParams& p) {
     const int t = i / slots, s = i % slots;
     const int e = s < k ? __ldcg(p.topk_ids + t * k + s) : E + (s - k);
     const int w = t >> 5;
-    const std::uint32_t below = __ldcg(p.membership + e * W + w) & ((1u << (t & 31)) - 1u);
-    const int pos = s_offsets[e] + (W == 1 ? 0 : p.membership_prefix[e * W + w]) + __popc(below);
+    const std::uint32_t below = load_bits(bits + e * W + w, in_smem) & ((1u << (t & 31)) - 1u);
+    const int pos = s_offsets[e] + prefix[e * W + w] + __popc(below);
     p.sorted_pairs[pos] = i;
     p.pair_position[i] = pos;
   }

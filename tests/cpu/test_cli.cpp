@@ -1,15 +1,13 @@
 // Runs the real moebench binary: arguments, messages and exit codes as a user sees them.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
+#include <algorithm>
 #include <string>
 
 #include "engine/device.hpp"
 #include "engine/fault_injection.hpp"
 #include "probes/probe.hpp"
+#include "support/cli_runner.hpp"
 
 namespace {
 
@@ -19,17 +17,8 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  // MOEBENCH_BINARY in the environment wins, so the test runs from a copied build too.
-  const char* binary = std::getenv("MOEBENCH_BINARY");
-  const std::string cmd = std::string(binary ? binary : MOEBENCH_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const moe::test::CliResult r = moe::test::moebench_line(args);
+  return {r.exit_code, r.out + r.err};
 }
 
 bool has_gpu() { return moe::Device::count() > 0; }

@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "cli_runner.hpp"
+#include "support/cli_runner.hpp"
 #include "reports/compare.hpp"
 #include "reports/rank_test.hpp"
 

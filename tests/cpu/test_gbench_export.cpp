@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "cli_runner.hpp"
+#include "support/cli_runner.hpp"
 #include "reports/gbench_export.hpp"
 
 using namespace moe::report;

@@ -4,7 +4,7 @@
 
 #include <regex>
 
-#include "cli_runner.hpp"
+#include "support/cli_runner.hpp"
 #include "reports/compare.hpp"
 #include "reports/comparison_table.hpp"
 #include "reports/html_page.hpp"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <functional>
 
-#include "cli_runner.hpp"
+#include "support/cli_runner.hpp"
 #include "common/errors.hpp"
 #include "reports/case_file.hpp"
 

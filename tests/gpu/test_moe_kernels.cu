@@ -576,6 +576,21 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
             worst = std::max(worst, s.layer_rel);
           }
     }
+  // The same with programmatic dependent launch between the decode kernels.
+  set_programmatic_launch(true);
+  for (const Shape& sh : tiny_shapes())
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      const TestLayer layer(d, case_seed(), st.s);
+      for (int m : {1, 5, 33})
+        for (Routing r : {Routing::uniform, Routing::skewed}) {
+          INFO(case_name(sh.name, d, m, r, ForwardPath::decode) << " with PDL");
+          check_forward(layer, m, r, ForwardPath::decode, 1 << 20, st.s);
+          ++cases;
+        }
+    }
+  set_programmatic_launch(false);
   MESSAGE("tiny shapes: " << cases << " cases, near-ties " << ties << ", worst layer rel L2 " << worst);
 }
 
@@ -610,6 +625,12 @@ TEST_CASE("forward on the model shapes (brief section 8)") {
         INFO(case_name(sh.name, d, 256, Routing::skewed, ForwardPath::decode));
         check_forward(layer, 256, Routing::skewed, ForwardPath::decode, 2, st.s, false);
       }
+      set_programmatic_launch(true);
+      for (int m : {1, 8}) {
+        INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::decode) << " with PDL");
+        check_forward(layer, m, Routing::uniform, ForwardPath::decode, 2, st.s, true);
+      }
+      set_programmatic_launch(false);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << ": " << kTestMs.size() * 2 << " cases, " << sampled
                       << " sampled tokens checked against the reference, near-ties " << ties
@@ -633,8 +654,10 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     gs.push_back({"deepseek-v2-lite", lite, 1});
     gs.push_back({"deepseek-v2-lite", lite, 256});
   }
+  for (int pdl = 0; pdl < 2; ++pdl)
   for (const G& g : gs) {
-    INFO(g.name << " " << to_string(g.d.format) << " m=" << g.m);
+    set_programmatic_launch(pdl == 1);
+    INFO(g.name << " " << std::string(to_string(g.d.format)) << " m=" << g.m << " pdl=" << pdl);
     const TestLayer layer(g.d, case_seed(), st.s);
     const std::uint64_t xs1 = case_seed(), xs2 = case_seed();
     Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s);
@@ -666,6 +689,7 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
     MOE_CUDA_CHECK(cudaGraphDestroy(graph));
   }
+  set_programmatic_launch(false);
 }
 
 TEST_CASE("forward rejects bad arguments with the values named") {
@@ -735,12 +759,12 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
       for (int i = 0; i < nl; ++i) layers.push_back(std::make_unique<TestLayer>(d, 1000 + i, st.s));
       for (int m : {1, 2, 4, 8, 16, 32, 64, 256, 1024}) {
         for (int variant = 0; variant < 3; ++variant) {
-          // 0: decode with PDL, 1: decode without PDL, 2: tensor cores
+          // 0: decode, 1: decode with programmatic dependent launch, 2: tensor cores
           const ForwardPath p = variant == 2 ? ForwardPath::tensor_core : ForwardPath::decode;
           if (p == ForwardPath::decode && m > 64) continue;
           if (p == ForwardPath::tensor_core && m < 8) continue;
           if (variant == 1 && m > 8) continue;
-          set_programmatic_launch(variant != 1);
+          set_programmatic_launch(variant == 1);
           std::vector<std::unique_ptr<Forward>> fw;
           for (int i = 0; i < nl; ++i) fw.push_back(std::make_unique<Forward>(*layers[i], m, 5, nullptr, p, st.s));
           for (auto& f : fw) f->run(st.s);
@@ -818,7 +842,7 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
           }
           std::printf("bench %-17s %-4s m=%-5d %-11s %-6s graph %8.1f us  eager %8.1f us  %7.0f GB/s  %5.1f%% of read ceiling  (distinct %.1f+%d experts, %.1f MB; no-dedup %.1f MB)\n",
                       sh.name, std::string(to_string(fmt)).c_str(), m, std::string(to_string(p)).c_str(),
-                      variant == 1 ? "no-pdl" : "", us,
+                      variant == 1 ? "pdl" : "", us,
                       eager_us, gbs, 100.0 * gbs / ceiling_gbs, distinct, d.shared, bytes / 1e6,
                       bytes_nodedup / 1e6);
           std::fflush(stdout);
@@ -828,5 +852,5 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
       }
     }
   }
-  set_programmatic_launch(true);
+  set_programmatic_launch(false);
 }

@@ -56,12 +56,23 @@ inline CliResult run_shell(const std::string& command) {
   return r;
 }
 
+// The binary under test: $MOEBENCH_BINARY wins, so tests run from a copied build too.
+inline std::string moebench_binary() {
+  const char* env = std::getenv("MOEBENCH_BINARY");
+  return env ? env : MOEBENCH_BINARY;
+}
+
 // moebench with arguments (each quoted for the shell).
 template <class... Args>
 CliResult moebench(const Args&... args) {
-  std::string cmd = quote(MOEBENCH_BINARY);
+  std::string cmd = quote(moebench_binary());
   ((cmd += " " + quote(std::string(args))), ...);
   return run_shell(cmd);
+}
+
+// moebench with an argument string split by the shell (for tables of command lines).
+inline CliResult moebench_line(const std::string& args) {
+  return run_shell(quote(moebench_binary()) + " " + args);
 }
 
 inline std::string data_file(const std::string& relative) {

@@ -1,0 +1,113 @@
+// Inputs the fuzzers (tests/fuzz, scripts/fuzz.sh) found crashing or escaping with an exception
+// other than moe::UsageError, kept so the fixes stay fixed. Each file under
+// tests/fuzz/regressions/TARGET/ is a bad input its loader must refuse with UsageError; the
+// named cases below say what each finding was.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "common/errors.hpp"
+#include "engine/shape.hpp"
+#include "reports/case_file.hpp"
+#include "reports/report.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kRegressions = fs::path(MOEBENCH_TEST_DATA_DIR) / ".." / "fuzz" / "regressions";
+
+using Loader = std::function<void(const std::string& path)>;
+
+const Loader kShapeLoader = [](const std::string& p) { (void)moe::load_shape_file(p); };
+const Loader kReportLoader = [](const std::string& p) { (void)moe::report::load_report(p); };
+const Loader kCaseLoader = [](const std::string& p) { (void)moe::report::load_case_file(p); };
+
+// The loader's message, or "" when it accepted the input. Any other exception fails the test.
+std::string refusal(const Loader& load, const std::string& path) {
+  try {
+    load(path);
+  } catch (const moe::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_temp(const std::string& text) {
+  const fs::path p = fs::temp_directory_path() /
+                     ("moebench-fuzz-regression-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+  return p.string();
+}
+
+void check_every_file_refused(const std::string& target, const Loader& load) {
+  const fs::path dir = kRegressions / target;
+  REQUIRE(fs::is_directory(dir));
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    CAPTURE(entry.path().string());
+    CHECK_FALSE(refusal(load, entry.path().string()).empty());
+    ++files;
+  }
+  CHECK(files > 0);
+}
+
+}  // namespace
+
+TEST_CASE("every saved fuzz finding is refused with a UsageError") {
+  check_every_file_refused("fuzz_shape_loader", kShapeLoader);
+  check_every_file_refused("fuzz_report_loader", kReportLoader);
+  check_every_file_refused("fuzz_case_loader", kCaseLoader);
+}
+
+TEST_CASE("a number too large for a double is a usage error in every loader") {
+  // nlohmann::json raises out_of_range (not parse_error) for 1e400; it used to escape.
+  const std::string path = write_temp(R"({"schema": "moebench.report", "schema_version": 1e400})");
+  CHECK(refusal(kShapeLoader, path).find("not valid JSON") != std::string::npos);
+  CHECK(refusal(kReportLoader, path).find("not valid JSON") != std::string::npos);
+  CHECK(refusal(kCaseLoader, path).find("not valid JSON") != std::string::npos);
+}
+
+TEST_CASE("a Qwen2-MoE config with a zero expert width is refused, not divided by") {
+  // shared_expert_intermediate_size / moe_intermediate_size was a division by zero (SIGFPE).
+  const std::string path = write_temp(R"({"model_type": "qwen2_moe", "hidden_size": 2048,
+    "moe_intermediate_size": 0, "num_experts": 60, "num_experts_per_tok": 4,
+    "shared_expert_intermediate_size": 5632})");
+  CHECK(refusal(kShapeLoader, path).find("\"moe_inter\" = 0 must be positive") !=
+        std::string::npos);
+}
+
+TEST_CASE("config sizes wider than an int are refused by name, not wrapped") {
+  // 4294967304 used to wrap to 8 experts and load as a valid Mixtral-like shape.
+  const std::string wrapped = write_temp(R"({"model_type": "mixtral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_local_experts": 4294967304, "num_experts_per_tok": 2})");
+  CHECK(refusal(kShapeLoader, wrapped) ==
+        wrapped + ": field \"num_local_experts\" = 4294967304 is out of range");
+  // The shared-expert width rounding overflowed int (undefined behaviour).
+  const std::string wide = write_temp(R"({"model_type": "qwen2_moe", "hidden_size": 2048,
+    "moe_intermediate_size": 1408, "num_experts": 60, "num_experts_per_tok": 4,
+    "shared_expert_intermediate_size": 2147483647})");
+  CHECK(refusal(kShapeLoader, wide).find("\"shared_experts\"") != std::string::npos);
+}
+
+TEST_CASE("a report's schema fields are checked before they are read") {
+  // A missing schema_version escaped as json::out_of_range; a non-string schema as type_error.
+  CHECK(refusal(kReportLoader, write_temp(R"({"schema": "moebench.report"})"))
+            .find("\"schema_version\" must be an integer") != std::string::npos);
+  CHECK(refusal(kReportLoader, write_temp(R"({"schema": 1, "schema_version": 1})"))
+            .find("is not a moebench report") != std::string::npos);
+  // 2^32 + 1 used to wrap to version 1 and load as a current report.
+  CHECK(refusal(kReportLoader, write_temp(R"({"schema": "moebench.report",
+    "schema_version": 4294967297, "tool": {}, "invocation": {}, "environment": {},
+    "options": {}, "cases": []})"))
+            .find("has schema version 4294967297") != std::string::npos);
+  CHECK(refusal(kReportLoader, write_temp(R"({"schema": "moebench.report",
+    "schema_version": 0, "tool": {}, "invocation": {}, "environment": {},
+    "options": {}, "cases": []})"))
+            .find("\"schema_version\" = 0 must be at least 1") != std::string::npos);
+}
