@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 6> kMutations{{
+constexpr std::array<MutationInfo, 7> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -21,6 +21,9 @@ constexpr std::array<MutationInfo, 6> kMutations{{
      "forward blocks the host until the GPU finishes", "host-nonblocking"},
     {Mutation::capture_growth, "capture-growth",
      "scratch pool grows during graph capture instead of refusing", "capture-replay"},
+    {Mutation::illegal_address, "illegal-address",
+     "harness fault: probe copy reads a wild pointer, leaving a sticky CUDA error", "copy",
+     false},
 }};
 
 std::array<std::atomic<bool>, kMutations.size()> g_active{};

@@ -15,13 +15,17 @@ enum class Mutation {
   noop_timing_barrier,         // the timing loop's barrier is the deferred no-op synchronize
   blocking_forward,            // forward drains the stream before returning
   capture_growth,              // ScratchPool grows even while a graph is being captured
+  illegal_address,             // probe copy reads through a wild pointer (a sticky CUDA error)
 };
 
 struct MutationInfo {
   Mutation id;
   std::string_view name;         // CLI name, kebab-case
   std::string_view description;  // one line
-  std::string_view probe;        // the probe that must catch it
+  std::string_view probe;        // the probe that must catch it (or that it is planted in)
+  // True for the historic bugs selftest proves the probes catch; false for faults planted to
+  // test the harness itself (illegal-address: a probe that kills its CUDA context).
+  bool historic_bug = true;
 };
 
 std::span<const MutationInfo> all_mutations();

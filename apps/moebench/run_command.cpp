@@ -1,10 +1,18 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
 #include <set>
 
+#include "apps/moebench/child_process.hpp"
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/run_request.hpp"
 #include "common/cuda_check.hpp"
@@ -130,22 +138,21 @@ int exit_code_for(const report::Report& r) {
   return to_int(ExitCode::probe_error);
 }
 
-report::Report execute_run(const RunRequest& request) {
-  std::vector<const ProbeInfo*> probes;
-  const RunOptions options = resolve_run_options(request, probes);
+namespace {
 
-  report::Report report;
-  report.tool = report::tool_info();
-  report.invocation = {{"argv", request.argv}, {"started_at", now_iso8601()},
-                       {"complete", false}};
-  report.options = options_json(options);
-  const report::ReportWriter writer(request.output);
+// Set by SIGINT; checked after every case so the report on disk is always whole.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
-  // The device is touched only now, after every input was accepted.
+class Interrupted : public Error {
+ public:
+  Interrupted() : Error(ExitCode::interrupted, "interrupted") {}
+};
+
+// Runs the probes in this process, appending each case to `report` (and the file) at once.
+void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOptions& options,
+                    report::Report& report, const report::ReportWriter& writer) {
   const Device device = Device::open(options.device);
-  report.environment = report::capture_environment(options.device);
-  writer.write(report);
-
   std::optional<ScopedMutation> mutation;
   if (options.mutation) mutation.emplace(*options.mutation);
   DeviceAllocator allocator(DeviceAllocator::Mode::caching);
@@ -165,6 +172,7 @@ report::Report execute_run(const RunRequest& request) {
                          c.key().c_str());
             report.cases.push_back(std::move(c));
             writer.write(report);  // nothing measured is lost if a later case dies
+            if (g_interrupted.load()) throw Interrupted();
           },
           rep);
       if (context_poisoned) {
@@ -176,6 +184,8 @@ report::Report execute_run(const RunRequest& request) {
       }
       try {
         probe.run(state);
+      } catch (const Interrupted&) {
+        throw;
       } catch (const std::exception& e) {
         report::CaseResult c = state.new_case("run");
         c.verdict = report::Verdict::error;
@@ -187,6 +197,142 @@ report::Report execute_run(const RunRequest& request) {
         state.add_case(std::move(c));
       }
     }
+  }
+}
+
+std::string last_lines(const std::string& path, std::size_t n) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string out;
+  for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
+    out += (out.empty() ? "" : " | ") + lines[i];
+  return out;
+}
+
+// Runs each probe in a child moebench, so one probe's fatal CUDA error (which poisons its
+// context for the rest of that process) or crash is recorded as that probe's error while the
+// rest of the suite still runs. Cases come back through the child's report, which it rewrites
+// after every case, so even a child that dies keeps what it measured.
+void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>& probes,
+                  report::Report& report, const report::ReportWriter& writer) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("moebench-run-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (std::size_t i = 0; i < probes.size() && !g_interrupted.load(); ++i) {
+    const std::string name(probes[i]->name);
+    std::fprintf(stderr, "[%zu/%zu] %s\n", i + 1, probes.size(), name.c_str());
+    RunRequest child = request;
+    child.probes = {name};
+    child.in_process = true;
+    child.quiet = true;
+    child.output = (dir / (name + ".json")).string();
+    const std::string log = (dir / (name + ".log")).string();
+    const int code = run_self(run_arguments(child), log);
+    std::size_t got = 0;
+    bool complete = false;
+    if (std::filesystem::exists(child.output)) {
+      const report::Report r = report::load_report(child.output);
+      complete = r.invocation.value("complete", false);
+      for (const report::CaseResult& c : r.cases) {
+        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(), c.key().c_str());
+        report.cases.push_back(c);
+        ++got;
+      }
+    }
+    if (!complete && code != to_int(ExitCode::interrupted)) {
+      report::CaseResult c;
+      c.probe = name;
+      c.name = "process";
+      c.seed = request.seed;
+      c.verdict = report::Verdict::error;
+      c.reason = "the probe's process ended abnormally (exit code " + std::to_string(code) +
+                 (code > 128 ? ", signal " + std::to_string(code - 128) : "") + ") after " +
+                 std::to_string(got) + " cases: " + last_lines(log, 3);
+      c.evidence = {{"exit_code", code}, {"log_tail", last_lines(log, 20)}};
+      report.cases.push_back(c);
+    } else if (code == to_int(ExitCode::usage) || code == to_int(ExitCode::environment)) {
+      throw Error(static_cast<ExitCode>(code), last_lines(log, 1));
+    }
+    writer.write(report);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+std::vector<std::string> run_arguments(const RunRequest& r) {
+  auto join = [](const auto& v) {
+    std::string out;
+    for (const auto& x : v) {
+      std::ostringstream s;
+      s << x;
+      out += (out.empty() ? "" : ",") + s.str();
+    }
+    return out;
+  };
+  auto num = [](auto v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  std::vector<std::string> a{"run"};
+  a.insert(a.end(), r.probes.begin(), r.probes.end());
+  if (!r.shapes.empty()) a.insert(a.end(), {"--shape", join(r.shapes)});
+  if (!r.ms.empty()) a.insert(a.end(), {"--m", join(r.ms)});
+  if (!r.weight_formats.empty()) a.insert(a.end(), {"--weight-format", join(r.weight_formats)});
+  if (!r.modes.empty()) a.insert(a.end(), {"--mode", join(r.modes)});
+  a.insert(a.end(), {"--l2", r.l2, "-o", r.output, "--format", r.format,
+                     "--min-samples", num(r.min_samples), "--max-noise", num(r.max_noise_pct),
+                     "--min-time", num(r.min_time_s), "--timeout", num(r.timeout_s),
+                     "--max-samples", num(r.max_samples), "--warmup", num(r.warmup),
+                     "--device", num(r.device), "--seed", num(r.seed),
+                     "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
+                     "--engines", num(r.engines)});
+  if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
+  if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
+  if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
+  if (r.in_process) a.push_back("--in-process");
+  if (r.quiet) a.push_back("--quiet");
+  return a;
+}
+
+report::Report execute_run(const RunRequest& request) {
+  std::vector<const ProbeInfo*> probes;
+  const RunOptions options = resolve_run_options(request, probes);
+
+  report::Report report;
+  report.tool = report::tool_info();
+  report.invocation = {{"argv", request.argv}, {"started_at", now_iso8601()},
+                       {"complete", false}, {"isolation", request.in_process ? "in-process" : "process-per-probe"}};
+  report.options = options_json(options);
+  const report::ReportWriter writer(request.output);
+
+  // The device is touched only now, after every input was accepted.
+  std::string why;
+  if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
+  report.environment = report::capture_environment(options.device);
+  writer.write(report);
+
+  g_interrupted.store(false);
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  struct sigaction previous {};
+  sigaction(SIGINT, &action, &previous);
+  try {
+    if (request.in_process)
+      run_in_process(probes, options, report, writer);
+    else
+      run_isolated(request, probes, report, writer);
+  } catch (const Interrupted&) {
+  }
+  sigaction(SIGINT, &previous, nullptr);
+  if (g_interrupted.load()) {
+    report.invocation["interrupted"] = true;
+    writer.write(report);
+    throw Error(ExitCode::interrupted, "interrupted; the partial report (" +
+                                           std::to_string(report.cases.size()) +
+                                           " cases) is in " + request.output);
   }
   report.invocation["finished_at"] = now_iso8601();
   report.invocation["complete"] = true;
@@ -246,6 +392,10 @@ void add_run_options(CLI::App& run, RunRequest& r) {
   run.add_option("--engines", r.engines, "Probe two-engine: engines built one after another")
       ->capture_default_str();
   run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
+  run.add_flag("--in-process", r.in_process,
+               "Run every probe in this process (default: one child process per probe, so a "
+               "sticky CUDA error or crash costs only that probe)");
+  run.add_flag("--quiet", r.quiet, "No table or JSON on standard output");
 }
 
 }  // namespace

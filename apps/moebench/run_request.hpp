@@ -33,12 +33,16 @@ struct RunRequest {
   int engines = 3;
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
+  bool in_process = false;  // all probes in this process (default: a child process per probe)
   std::vector<std::string> argv;
 };
 
 // Validates, runs, writes request.output after every case and returns the finished report.
 // Raises moe::Error for bad input (before the device is touched) or a missing GPU.
 report::Report execute_run(const RunRequest& request);
+
+// The `moebench run` arguments (after the program name) that make the same request.
+std::vector<std::string> run_arguments(const RunRequest& request);
 
 // 0 when every case passed (or was inconclusive), 1 on a failed check, 4 on a probe error.
 int exit_code_for(const report::Report& report);

@@ -1,19 +1,23 @@
 // Stages 2 and 3 for small M (the decode path): SIMT kernels that stream each active expert's
 // weights once per chunk of 8 of its tokens.
 //
-// Work split: an item is (active expert, kOutPerWarp output columns) and belongs to one warp.
-// A grid of resident blocks (every SM, as many as fit) walks the items warp by warp, so every
-// SM streams some expert's rows however few experts are active, and no block pays a launch per
-// item. The host does not know how many experts are active (routing stays on the device): the
-// route stage pads the active list with -1 and warps stop at the first -1 item.
-// Latency: warps never wait for each other (no barriers): each lane issues all its 16-byte
-// weight loads for a K segment (16 in flight) before the index loads and the math, and the
-// next item's expert id is fetched while the current item computes. The activations of the
-// expert's tokens are read straight from global memory: a few KB that every warp of the SM
-// reads, so they stay in L1 (staging them through shared memory needed a block barrier per
-// segment, which serialised the warps and halved the bandwidth). The down kernel can be
-// launched with programmatic dependent launch: it fetches its first weights while gate_up is
-// still finishing, then waits for h.
+// Work split: block b serves active expert b / blocks_per_expert and a slice of its output
+// rows; a grid of resident blocks (every SM, as many as fit) walks these items, so every SM
+// streams some expert's rows even when only a handful of experts is active, and no block pays
+// a launch per item. The host does not know how many experts are active (routing stays on the
+// device): the route stage pads the active list with -1 and blocks stop at the first -1 item.
+// Each warp owns kRows weight rows; per K segment each lane issues all its 16-byte weight
+// loads before using any (16 in flight per lane), and before the activations are staged. The
+// expert's tokens (or pair rows of h) are staged in shared memory per K segment and shared by
+// all warps of the block.
+// The down kernel can be launched with programmatic dependent launch (set_programmatic_launch):
+// it then fetches its first weights while gate_up is still finishing, and waits for h.
+//
+// Measured on an H200 (bench in tests/gpu/test_moe_kernels.cu): this version reaches 35-70% of
+// the read ceiling at M=1 (bf16); the time per item is dominated by the serial chain (expert
+// id -> weights -> staging barrier -> math -> reduction), so the next step is software
+// pipelining the weight loads of item i+1 under the math of item i. A variant with per-warp
+// items and no shared-memory staging (activations read through L1) measured 5-30% slower.
 #include <algorithm>
 #include <string>
 
@@ -29,6 +33,8 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
+constexpr int kTokenChunk = 8;  // tokens sharing one pass over the weights
+constexpr int kSegment = 2048;  // K elements staged per step (32 KB of activations)
 
 template <WeightFormat F>
 struct DecodeTraits;
@@ -36,15 +42,11 @@ template <>
 struct DecodeTraits<WeightFormat::bf16> {
   static constexpr int kRows = 2;         // weight rows per warp
   static constexpr int kElemsPerVec = 8;  // bf16 per 16-byte load
-  static constexpr int kSegment = 2048;   // K elements per step: 8 loads per lane per row
-  static constexpr int kTokenChunk = 8;   // tokens sharing one pass over the weights
 };
 template <>
 struct DecodeTraits<WeightFormat::int4> {
-  static constexpr int kRows = 2;
+  static constexpr int kRows = 4;
   static constexpr int kElemsPerVec = 32;  // int4 codes per 16-byte load
-  static constexpr int kSegment = 4096;    // 4 loads per lane per row
-  static constexpr int kTokenChunk = 4;    // (register budget: 2 blocks of 256 per SM)
 };
 
 struct DecodeParams {
@@ -72,12 +74,11 @@ template <WeightFormat F, bool kGateUp>
 __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
   using T = DecodeTraits<F>;
   constexpr int kRows = T::kRows;
-  constexpr int kSegment = T::kSegment;
-  constexpr int kTokenChunk = T::kTokenChunk;
   constexpr int kVecsPerLane = kSegment / T::kElemsPerVec / 32;
   // gate_up: a warp's rows are kRows/2 gate rows and the matching up rows (output columns
   // col0 .. col0 + kRows/2); down: kRows output rows.
   constexpr int kOutPerWarp = kGateUp ? kRows / 2 : kRows;
+  __shared__ __align__(16) std::uint16_t staged[kTokenChunk][kSegment];
 
   // gate_up reads the routing of the kernel before it; down reads only the active list (whose
   // writer finished before gate_up let down start) until it waits for h below.
@@ -88,20 +89,17 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   }
   detail::allow_dependent_launch();
 
-  // x (gate_up) is read-only for the whole forward: read-only cache path. h (down) was just
-  // written by gate_up, possibly still running when this kernel started (PDL): read it at L2.
-  auto load_input = [](const uint4* ptr) { return kGateUp ? __ldg(ptr) : __ldcg(ptr); };
-  const int lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int K = p.k_len;
   const int vecs_per_row = K / T::kElemsPerVec;
   const int groups = int4_groups(K);
-  const int warps_total = gridDim.x * kWarps;
-  const long long items = static_cast<long long>(p.total_experts) * p.items_per_expert;
 
-  int item = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  int e = item < items ? __ldcg(p.active + item / p.items_per_expert) : -1;
-  while (e >= 0) {
-    const int col0 = (item % p.items_per_expert) * kOutPerWarp;
+  for (int item = blockIdx.x;; item += gridDim.x) {
+    const int a = item / p.items_per_expert;
+    if (a >= p.total_experts) break;
+    const int e = __ldcg(p.active + a);
+    if (e < 0) break;  // uniform per block: no barrier is skipped by part of a block
+    const int col0 = ((item % p.items_per_expert) * kWarps + warp) * kOutPerWarp;
     const uint4* wbase = static_cast<const uint4*>(p.weights[e]);
     const std::uint16_t* sbase =
         F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr;
@@ -136,9 +134,6 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
     };
 
     load_weights(0);  // in flight while the routing indices and activations arrive
-    // The next item's expert, fetched now so the next iteration does not start with a stall.
-    const int next_item = item + warps_total;
-    const int next_e = next_item < items ? __ldcg(p.active + next_item / p.items_per_expert) : -1;
     if (!waited) {
       detail::grid_dependency_wait();
       waited = true;
@@ -147,13 +142,6 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
 
     for (int c0 = p0; c0 < p1; c0 += kTokenChunk) {
       const int tc = min(kTokenChunk, p1 - c0);
-      // Lane t holds the input row of the chunk's token t.
-      int my_row = 0;
-      if (lane < tc) my_row = kGateUp ? p.sorted_pairs[c0 + lane] / p.slots : c0 + lane;
-      int in_row[kTokenChunk];  // 32-bit row indices: pointers would cost twice the registers
-#pragma unroll
-      for (int t = 0; t < kTokenChunk; ++t) in_row[t] = __shfl_sync(0xffffffffu, my_row, t);
-
       float acc[kRows][kTokenChunk];
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
@@ -162,7 +150,21 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
 
       for (int k0 = 0; k0 < K; k0 += kSegment) {
         if (c0 != p0 || k0 != 0) load_weights(k0);
-        const int seg_vecs = min(kSegment, K - k0) / T::kElemsPerVec;
+        const int seg = min(kSegment, K - k0);
+        const int seg_vecs8 = seg / 8;
+        __syncthreads();  // previous segment fully consumed
+        for (int i = threadIdx.x; i < tc * seg_vecs8; i += kThreads) {
+          const int t = i / seg_vecs8, v = i % seg_vecs8;
+          const std::size_t src_row = kGateUp ? static_cast<std::size_t>(p.sorted_pairs[c0 + t] / p.slots)
+                                              : static_cast<std::size_t>(c0 + t);
+          const uint4* src = reinterpret_cast<const uint4*>(p.input + src_row * K + k0) + v;
+          // x is read-only for the whole forward; h was just written by gate_up (which may
+          // still have been running when this kernel started, under PDL): read it at L2.
+          reinterpret_cast<uint4*>(&staged[t][0])[v] = kGateUp ? __ldg(src) : __ldcg(src);
+        }
+        __syncthreads();
+
+        const int seg_vecs = seg / T::kElemsPerVec;
 #pragma unroll
         for (int i = 0; i < kVecsPerLane; ++i) {
           const int v = lane + 32 * i;
@@ -171,41 +173,37 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
 #pragma unroll
             for (int t = 0; t < kTokenChunk; ++t) {
               if (t < tc) {
-                const uint4 xv = load_input(reinterpret_cast<const uint4*>(
-                    p.input + static_cast<std::size_t>(in_row[t]) * K + k0) + v);
+                const uint4 xv = reinterpret_cast<const uint4*>(&staged[t][0])[v];
 #pragma unroll
                 for (int r = 0; r < kRows; ++r) acc[r][t] = detail::dot8_bf16(w[r][i], xv, acc[r][t]);
               }
             }
           } else {
-            // Dequantise each packed word (8 codes) once, reuse it for every token of the chunk.
+            // Dequantise the 32 codes once, reuse them for every token of the chunk.
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
-              float s[kTokenChunk];
-#pragma unroll
-              for (int t = 0; t < kTokenChunk; ++t) s[t] = 0.f;
+              float qf[32];
               const std::uint32_t words[4] = {w[r][i].x, w[r][i].y, w[r][i].z, w[r][i].w};
 #pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                float qf[8];
+              for (int j = 0; j < 32; ++j) qf[j] = nibble_to_float(words[j / 8], j % 8);
 #pragma unroll
-                for (int j = 0; j < 8; ++j) qf[j] = nibble_to_float(words[q], j);
+              for (int t = 0; t < kTokenChunk; ++t) {
+                if (t < tc) {
+                  const uint4* xv = reinterpret_cast<const uint4*>(&staged[t][v * 32]);
+                  float s = 0.f;
 #pragma unroll
-                for (int t = 0; t < kTokenChunk; ++t) {
-                  if (t < tc) {
-                    const uint4 x4 = load_input(reinterpret_cast<const uint4*>(
-                        p.input + static_cast<std::size_t>(in_row[t]) * K + k0 + v * 32) + q);
+                  for (int q = 0; q < 4; ++q) {
+                    const uint4 x4 = xv[q];
                     const std::uint32_t xw[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
                     for (int h = 0; h < 4; ++h) {
-                      s[t] = fmaf(qf[2 * h], detail::bf16_lo(xw[h]), s[t]);
-                      s[t] = fmaf(qf[2 * h + 1], detail::bf16_hi(xw[h]), s[t]);
+                      s = fmaf(qf[q * 8 + 2 * h], detail::bf16_lo(xw[h]), s);
+                      s = fmaf(qf[q * 8 + 2 * h + 1], detail::bf16_hi(xw[h]), s);
                     }
                   }
+                  acc[r][t] = fmaf(s, wscale[r][i], acc[r][t]);
                 }
               }
-#pragma unroll
-              for (int t = 0; t < kTokenChunk; ++t) acc[r][t] = fmaf(s[t], wscale[r][i], acc[r][t]);
             }
           }
         }
@@ -236,8 +234,6 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
         }
       }
     }
-    item = next_item;
-    e = next_e;
   }
 }
 
@@ -245,8 +241,7 @@ template <WeightFormat F, bool kGateUp>
 void launch_decode_format(const DecodeParams& p, long long max_items, cudaStream_t stream) {
   auto kernel = decode_expert_gemm_kernel<F, kGateUp>;
   const long long resident = detail::resident_blocks(kernel, kThreads);
-  const long long blocks_for_items = (max_items + kWarps - 1) / kWarps;
-  const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(blocks_for_items, resident)));
+  const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(max_items, resident)));
   detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
                  "decode_expert_gemm_kernel", p);
 }
@@ -270,7 +265,7 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.down_out = l.at<float>(s, l.down_out);
   const int rows = d.format == WeightFormat::bf16 ? DecodeTraits<WeightFormat::bf16>::kRows
                                                   : DecodeTraits<WeightFormat::int4>::kRows;
-  const int out_per_item = kGateUp ? rows / 2 : rows;  // one warp's columns
+  const int out_per_item = kWarps * (kGateUp ? rows / 2 : rows);
   p.items_per_expert = (p.out_rows + out_per_item - 1) / out_per_item;
   // Worst case of active experts: every routed one any pair could pick, plus the shared ones.
   const long long max_active =

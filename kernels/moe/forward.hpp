@@ -23,12 +23,14 @@
 namespace moe::kernels {
 
 // ForwardPath::automatic takes the decode kernels up to this M (tokens), tensor cores above.
-// Why: the decode kernels stream each active expert's weights once per chunk of its tokens
-// (8 for bf16, 4 for int4) and spend SIMT instructions per token, so they win while few
-// tokens share an expert (M * top_k / E small) and keep every SM busy even with a handful of
-// active experts, where 64-row tensor-core tiles would sit mostly empty. The crossover was
-// measured with the bench in tests/gpu/test_moe_kernels.cu on an H200.
-constexpr int kDecodeMaxTokensBf16 = 32;
+// Why: the decode kernels stream each active expert's weights once per chunk of 8 of its
+// tokens and spend SIMT instructions per token, so they win while few tokens share an expert
+// and keep every SM busy with a handful of active experts, where 64-row tensor-core tiles sit
+// mostly empty. Crossover measured on an H200 with the bench in tests/gpu/test_moe_kernels.cu
+// (graph replay, weights rotated past L2): bf16 decode is faster up to M=8 on 5 of the 6
+// model shapes and slower at M=16 on 4 of 6; int4 decode is faster up to M=16 on 4 of 6
+// (its tensor-core path dequantises in shared memory and is slow, see the report).
+constexpr int kDecodeMaxTokensBf16 = 8;
 constexpr int kDecodeMaxTokensInt4 = 16;
 constexpr int decode_max_tokens(WeightFormat f) {
   return f == WeightFormat::bf16 ? kDecodeMaxTokensBf16 : kDecodeMaxTokensInt4;

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "common/cuda_check.hpp"
+#include "engine/fault_injection.hpp"
 #include "kernels/bandwidth/bandwidth_kernels.hpp"
 #include "probes/copy/read_ceiling.hpp"
 
@@ -69,6 +70,15 @@ ReadCeiling measure_read_ceiling(ProbeState& state, std::size_t bytes) {
 }
 
 void run_copy_probe(ProbeState& state) {
+  if (mutation_active(Mutation::illegal_address)) {
+    // A planted fault: the process's CUDA context is unusable after this (sticky error).
+    Stream stream;
+    DeviceBuffer out = state.allocator().allocate(sizeof(std::uint32_t));
+    const auto* wild = reinterpret_cast<const void*>(std::uintptr_t{0x10} << 40);
+    kernels::read_stream(wild, std::size_t{1} << 20, out.as<std::uint32_t>(), {1, 256},
+                         stream.handle());
+    stream.drain();
+  }
   const std::size_t bytes = stream_buffer_bytes(state.device(), state.options().copy_bytes, 2);
   const double bytes_d = static_cast<double>(bytes);
 

@@ -16,7 +16,7 @@ using namespace moe;
 namespace {
 
 Shape tiny_shape() {
-  const auto lib = load_shape_library(std::filesystem::path(MOEBENCH_FIXTURES_DIR) / "shapes");
+  const auto lib = load_shape_library(std::filesystem::path(test::fixtures_dir()) / "shapes");
   return resolve_shape("tiny", lib);
 }
 

@@ -1,0 +1,69 @@
+// The suite survives its probes: a probe that poisons its CUDA context is recorded as that
+// probe's error and the others still run; Ctrl-C leaves a whole, partial report and exit 130.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.hpp"
+#include "support/gpu_test.hpp"
+
+TEST_CASE("a sticky CUDA error in one probe leaves the rest of the suite's results intact") {
+  moe::test::test_device();
+  const auto dir = moe::test::scratch_dir("isolation");
+  const std::string report = (dir / "r.json").string();
+  const auto r = moe::test::moebench("run", "copy", "two-engine", "--mutation", "illegal-address",
+                                     "-o", report, "--fixtures", moe::test::fixtures_dir(),
+                                     "--copy-bytes", "1073741824");
+  CHECK(r.exit_code == 4);
+  const auto j = nlohmann::json::parse(moe::test::read_text(report));
+  bool copy_errored = false, two_engine_passed = false;
+  for (const auto& c : j.at("cases")) {
+    if (c.at("probe") == "copy" && c.at("verdict") == "ERROR") {
+      copy_errored = true;
+      CHECK(c.at("reason").get<std::string>().find("cudaErrorIllegalAddress") != std::string::npos);
+    }
+    if (c.at("probe") == "two-engine" && c.at("verdict") == "PASS") two_engine_passed = true;
+  }
+  CHECK(copy_errored);
+  CHECK(two_engine_passed);
+  CHECK(j.at("invocation").at("complete") == true);
+}
+
+TEST_CASE("Ctrl-C writes the partial report and exits 130") {
+  moe::test::test_device();
+  const auto dir = moe::test::scratch_dir("sigint");
+  const std::string report = (dir / "r.json").string();
+  const std::string cmd = "exec " + moe::test::quote(moe::test::moebench_binary()) +
+                          " run two-engine bandwidth --shape tiny --fixtures " +
+                          moe::test::quote(moe::test::fixtures_dir()) + " -o " +
+                          moe::test::quote(report) + " >/dev/null 2>&1";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group, so the signal reaches the run and its children only
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the first probe's cases are on disk, then interrupt the whole group.
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::filesystem::exists(report) &&
+        moe::test::read_text(report).find("two-engine") != std::string::npos)
+      break;
+  }
+  kill(-pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const auto j = nlohmann::json::parse(moe::test::read_text(report));
+  CHECK(j.at("invocation").at("complete") == false);
+  CHECK(j.at("invocation").value("interrupted", false));
+  CHECK(j.at("cases").size() >= 1);
+}
