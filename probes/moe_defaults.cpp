@@ -31,6 +31,30 @@ std::vector<std::string> modes_or_default(const ProbeState& state) {
   return {"eager", "graph"};
 }
 
+report::CaseResult moe_case(const ProbeState& state, std::string name, const Shape& shape,
+                            kernels::WeightFormat format, std::optional<int> m,
+                            std::optional<std::string> mode) {
+  report::CaseResult c = state.new_case(std::move(name));
+  c.shape = shape.name;
+  c.format = std::string(kernels::to_string(format));
+  c.m = m;
+  c.mode = std::move(mode);
+  c.parameters = {{"shape", shape.to_json()}, {"format", *c.format}};
+  if (m) c.parameters["m"] = *m;
+  if (c.mode) c.parameters["mode"] = *c.mode;
+  return c;
+}
+
+EngineConfig engine_config(const ProbeState& state, const Shape& shape,
+                           kernels::WeightFormat format, std::uint64_t purpose, int layers) {
+  EngineConfig config;
+  config.shape = shape;
+  config.format = format;
+  config.layers = layers;
+  config.seed = derive_seed(state.options().seed, purpose);
+  return config;
+}
+
 std::uint64_t derive_seed(std::uint64_t run_seed, std::uint64_t purpose, std::uint64_t index) {
   std::uint64_t x = run_seed * 0x9E3779B97F4A7C15ull ^ (purpose << 32) ^ index;
   x ^= x >> 31;

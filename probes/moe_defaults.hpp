@@ -1,6 +1,10 @@
 #pragma once
 #include <vector>
 
+#include <optional>
+#include <string>
+
+#include "engine/engine.hpp"
 #include "probes/probe.hpp"
 
 namespace moe {
@@ -16,6 +20,16 @@ std::vector<kernels::WeightFormat> formats_or_default(const ProbeState& state);
 // The bug probes default to bf16 only: their bugs live in the lifecycle, not the format.
 std::vector<kernels::WeightFormat> formats_or_bf16(const ProbeState& state);
 std::vector<std::string> modes_or_default(const ProbeState& state);
+
+// A case of an MoE probe labelled with what it runs, its parameters filled for repro.
+report::CaseResult moe_case(const ProbeState& state, std::string name, const Shape& shape,
+                            kernels::WeightFormat format, std::optional<int> m = std::nullopt,
+                            std::optional<std::string> mode = std::nullopt);
+
+// An engine for a probe: weights seeded from --seed and `purpose` (so each probe's engines
+// differ), `layers` 0 for the engine's own plan.
+EngineConfig engine_config(const ProbeState& state, const Shape& shape,
+                           kernels::WeightFormat format, std::uint64_t purpose, int layers = 0);
 
 // A seed for one purpose (weights, an input) derived from the run's --seed, so cases differ
 // from each other but every rerun with the same --seed is identical.

@@ -55,11 +55,7 @@ void run_bandwidth_probe(ProbeState& state) {
 
   for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
     for (kernels::WeightFormat format : formats_or_default(state)) {
-      EngineConfig config;
-      config.shape = shape;
-      config.format = format;
-      config.seed = derive_seed(state.options().seed, 1);
-      Engine engine(config, state.allocator(), state.device());
+      Engine engine(engine_config(state, shape, format, 1), state.allocator(), state.device());
       const LayerPlan& plan = engine.plan();
 
       for (int m : ms_or_default(state, kDefaultMs)) {
@@ -78,14 +74,10 @@ void run_bandwidth_probe(ProbeState& state) {
         const auto eager_out = copy_to_host(engine.output(0), elements);
 
         for (const std::string& mode : modes_or_default(state)) {
-          report::CaseResult c = state.new_case("step");
-          c.shape = shape.name;
-          c.m = m;
-          c.format = std::string(kernels::to_string(format));
-          c.mode = mode;
+          report::CaseResult c = moe_case(state, "step", shape, format, m, mode);
           c.checks = checks;
-          c.parameters = {{"shape", shape.to_json()}, {"m", m}, {"format", *c.format},
-                          {"mode", mode}, {"layers", plan.layers}, {"input_seed", input_seed}};
+          c.parameters["layers"] = plan.layers;
+          c.parameters["input_seed"] = input_seed;
           c.evidence = {{"layers", plan.layers},
                         {"layers_wanted", plan.wanted},
                         {"layers_reduced_for_memory", plan.reduced},

@@ -52,17 +52,8 @@ void run_barrier_probe(ProbeState& state) {
   for (const Shape& shape : shapes_or_default(state, {"deepseek-v2-lite"})) {
     for (kernels::WeightFormat format : formats_or_bf16(state)) {
       for (int m : ms_or_default(state, {16})) {
-        report::CaseResult c = state.new_case("loops");
-        c.shape = shape.name;
-        c.m = m;
-        c.format = std::string(kernels::to_string(format));
-        c.mode = "eager";
-        c.parameters = {{"shape", shape.to_json()}, {"m", m}};
-        EngineConfig config;
-        config.shape = shape;
-        config.format = format;
-        config.seed = derive_seed(state.options().seed, 60);
-        Engine e(config, state.allocator(), state.device());
+        report::CaseResult c = moe_case(state, "loops", shape, format, m, "eager");
+        Engine e(engine_config(state, shape, format, 60), state.allocator(), state.device());
         const std::uint64_t input_seed = derive_seed(state.options().seed, 61, m);
         e.set_input(m, input_seed);
         e.forward();

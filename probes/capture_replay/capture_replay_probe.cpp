@@ -39,18 +39,10 @@ void run_capture_replay_probe(ProbeState& state) {
   for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
     for (kernels::WeightFormat format : formats_or_default(state)) {
       for (int m : ms_or_default(state, kDefaultMs)) {
-        report::CaseResult c = state.new_case("cycle");
-        c.shape = shape.name;
-        c.m = m;
-        c.format = std::string(kernels::to_string(format));
-        c.mode = "graph";
-        c.parameters = {{"shape", shape.to_json()}, {"m", m}, {"format", *c.format}};
+        report::CaseResult c = moe_case(state, "cycle", shape, format, m, "graph");
         auto seed = [&](int purpose) { return derive_seed(state.options().seed, 10 + purpose, m); };
 
-        EngineConfig config;
-        config.shape = shape;
-        config.format = format;
-        config.seed = derive_seed(state.options().seed, 3);
+        EngineConfig config = engine_config(state, shape, format, 3);
         auto engine = std::make_unique<Engine>(config, state.allocator(), state.device());
         Engine& e = *engine;
 

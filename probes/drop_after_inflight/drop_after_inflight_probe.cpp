@@ -24,12 +24,7 @@ report::Check device_usable(ProbeState& state, const Shape& shape, kernels::Weig
   DeviceBuffer one = state.allocator().allocate(sizeof(int));
   MOE_CUDA_CHECK(cudaMemcpy(one.data(), &sent, sizeof(int), cudaMemcpyHostToDevice));
   MOE_CUDA_CHECK(cudaMemcpy(&back, one.data(), sizeof(int), cudaMemcpyDeviceToHost));
-  EngineConfig config;
-  config.shape = shape;
-  config.format = format;
-  config.layers = 1;
-  config.seed = derive_seed(state.options().seed, 49);
-  Engine fresh(config, state.allocator(), state.device());
+  Engine fresh(engine_config(state, shape, format, 49, 1), state.allocator(), state.device());
   const std::uint64_t input = derive_seed(state.options().seed, 48, m);
   fresh.set_input(m, input);
   fresh.forward();
@@ -37,6 +32,13 @@ report::Check device_usable(ProbeState& state, const Shape& shape, kernels::Weig
   return {"device_usable_after", back == sent && k.passed,
           std::string("round trip ") + (back == sent ? "ok" : "corrupt") + "; fresh engine: " +
               k.detail};
+}
+
+// The probe's verdict: the pending output was right and the device usable afterwards.
+void conclude(report::CaseResult& c, const LayerCheck& inflight, report::Check usable) {
+  c.checks.push_back(inflight.as_check("inflight_output_matches_reference"));
+  c.checks.push_back(std::move(usable));
+  c.conclude_from_checks();
 }
 
 }  // namespace
@@ -54,11 +56,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
 
         // --- a layer dropped with its forward in flight ---
         {
-          report::CaseResult c = state.new_case("layer");
-          c.shape = shape.name;
-          c.m = m;
-          c.format = std::string(kernels::to_string(format));
-          c.parameters = {{"shape", shape.to_json()}, {"m", m}};
+          report::CaseResult c = moe_case(state, "layer", shape, format, m);
           Stream stream;
           LayerConfig lc;
           lc.dims = dims;
@@ -81,27 +79,17 @@ void run_drop_after_inflight_probe(ProbeState& state) {
             next_stream.drain();
             stream.drain();
           }
-          const LayerCheck k = check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements),
-                                            m, input_seed, nullptr);
-          c.checks.push_back(k.as_check("inflight_output_matches_reference"));
-          c.checks.push_back(device_usable(state, shape, format, m));
-          c.conclude_from_checks();
+          conclude(c, check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
+                                   input_seed, nullptr),
+                   device_usable(state, shape, format, m));
           if (c.reason.empty()) c.reason = "the layer waited for its in-flight forward";
           state.add_case(std::move(c));
         }
 
         // --- an engine dropped with its step in flight ---
         {
-          report::CaseResult c = state.new_case("engine");
-          c.shape = shape.name;
-          c.m = m;
-          c.format = std::string(kernels::to_string(format));
-          c.parameters = {{"shape", shape.to_json()}, {"m", m}};
-          EngineConfig config;
-          config.shape = shape;
-          config.format = format;
-          config.layers = 2;
-          config.seed = derive_seed(state.options().seed, 44);
+          report::CaseResult c = moe_case(state, "engine", shape, format, m);
+          const EngineConfig config = engine_config(state, shape, format, 44, 2);
           auto engine = std::make_unique<Engine>(config, state.allocator(), state.device());
           engine->set_input(m, input_seed);
           engine->forward();  // warm-up
@@ -123,11 +111,9 @@ void run_drop_after_inflight_probe(ProbeState& state) {
             successor.stream().drain();
           }
           MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the dropped engine's stream is gone
-          const LayerCheck k = check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements),
-                                            m, input_seed, nullptr);
-          c.checks.push_back(k.as_check("inflight_output_matches_reference"));
-          c.checks.push_back(device_usable(state, shape, format, m));
-          c.conclude_from_checks();
+          conclude(c, check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
+                                   input_seed, nullptr),
+                   device_usable(state, shape, format, m));
           if (c.reason.empty()) c.reason = "the engine waited for its in-flight step";
           state.add_case(std::move(c));
         }

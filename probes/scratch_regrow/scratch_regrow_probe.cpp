@@ -24,10 +24,8 @@ void run_scratch_regrow_probe(ProbeState& state) {
   for (const Shape& shape : shapes_or_default(state, {"tiny"})) {
     for (kernels::WeightFormat format : formats_or_bf16(state)) {
       const std::vector<int> schedule = state.options().user_set_ms ? state.options().ms : kSchedule;
-      report::CaseResult c = state.new_case("schedule");
-      c.shape = shape.name;
-      c.format = std::string(kernels::to_string(format));
-      c.parameters = {{"shape", shape.to_json()}, {"schedule", schedule}};
+      report::CaseResult c = moe_case(state, "schedule", shape, format);
+      c.parameters["schedule"] = schedule;
       const kernels::MoeDims dims = shape.dims(format);
       Stream stream, other;
       LayerConfig lc;

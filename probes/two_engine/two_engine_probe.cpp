@@ -26,11 +26,8 @@ void run_two_engine_probe(ProbeState& state) {
   for (const Shape& shape : shapes_or_default(state, {"tiny"})) {
     for (kernels::WeightFormat format : formats_or_bf16(state)) {
       for (int m : ms_or_default(state, {4})) {
-        report::CaseResult c = state.new_case("sequence");
-        c.shape = shape.name;
-        c.m = m;
-        c.format = std::string(kernels::to_string(format));
-        c.parameters = {{"shape", shape.to_json()}, {"m", m}, {"engines", state.options().engines}};
+        report::CaseResult c = moe_case(state, "sequence", shape, format, m);
+        c.parameters["engines"] = state.options().engines;
         WeightsArena arena(kLayers);
         const void* first_host = nullptr;
         bool host_reused_always = true;
@@ -38,10 +35,7 @@ void run_two_engine_probe(ProbeState& state) {
         bool fast_path_always = true;
         nlohmann::json engines = nlohmann::json::array();
         for (int i = 0; i < state.options().engines; ++i) {
-          EngineConfig config;
-          config.shape = shape;
-          config.format = format;
-          config.layers = kLayers;
+          EngineConfig config = engine_config(state, shape, format, 20, kLayers);
           config.seed = derive_seed(state.options().seed, 20, static_cast<std::uint64_t>(i));
           const std::uint64_t input_seed = derive_seed(state.options().seed, 21, i);
           const std::size_t reused_before = state.allocator().stats().addresses_reused;
