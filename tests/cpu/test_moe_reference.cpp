@@ -3,11 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <iterator>
+#include <string>
 #include <numeric>
 #include <set>
 #include <vector>
 
+#include "common/errors.hpp"
 #include "kernels/moe/bf16.hpp"
+#include "kernels/moe/forward.hpp"
 #include "kernels/moe/generate.hpp"
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
@@ -235,4 +239,58 @@ TEST_CASE("layer reference: one expert by hand, linearity in the weights, router
   double l1 = 0;
   for (int k = 0; k < d.hidden; ++k) l1 += double(x[k]) * row[k];
   CHECK(lg[1] == doctest::Approx(l1 - 1.0).epsilon(1e-12));
+}
+
+TEST_CASE("forward argument validation and scratch layout (host only)") {
+  MoeDims d = tiny_dims();
+  const int m = 5;
+  const ScratchLayout l = scratch_layout(d, m);
+  CHECK(l.slots == d.top_k + d.shared);
+  CHECK(l.pairs == m * l.slots);
+  CHECK(l.total == forward_scratch_bytes(d, m));
+  // Offsets are 256-byte aligned, increasing, and the last region ends inside the total.
+  const std::size_t offs[] = {l.logits, l.topk_ids, l.topk_weights, l.expert_counts, l.expert_offsets,
+                              l.num_active, l.active_experts, l.num_tiles, l.tiles, l.sorted_pairs,
+                              l.pair_position, l.membership, l.membership_prefix, l.done_counters,
+                              l.h, l.down_out};
+  for (std::size_t i = 0; i < std::size(offs); ++i) {
+    CHECK(offs[i] % 256 == 0);
+    if (i) CHECK(offs[i] > offs[i - 1]);
+  }
+  CHECK(l.down_out + sizeof(float) * l.pairs * d.hidden <= l.total);
+  CHECK(forward_scratch_bytes(d, 64) > forward_scratch_bytes(d, 1));
+
+  // Validation never touches the pointers: fake, suitably aligned addresses are enough.
+  alignas(256) static char fake[512];
+  const void* table[1] = {fake};
+  MoeForwardArgs a;
+  a.dims = d;
+  a.m = m;
+  a.x = reinterpret_cast<const __nv_bfloat16*>(fake);
+  a.out = reinterpret_cast<__nv_bfloat16*>(fake);
+  a.router = reinterpret_cast<const __nv_bfloat16*>(fake);
+  a.experts.gate_up = table;
+  a.experts.down = table;
+  a.scratch = fake;
+  a.scratch_bytes = l.total;
+  CHECK_NOTHROW(validate_forward_args(a));
+  MoeForwardArgs b = a;
+  b.scratch_bytes = 1000;
+  CHECK_THROWS_WITH_AS(validate_forward_args(b),
+                       doctest::Contains(("needs " + std::to_string(l.total)).c_str()), moe::Error);
+  CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("1000"), moe::Error);
+  b = a;
+  b.dims.hidden = 100;
+  CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("hidden 100"), moe::Error);
+  b = a;
+  b.dims.top_k = 9;
+  CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("top_k 9"), moe::Error);
+  b = a;
+  b.dims.format = WeightFormat::int4;  // needs scale tables
+  CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("int4"), moe::Error);
+  b = a;
+  b.m = 0;
+  CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("m 0"), moe::Error);
+  CHECK(decode_max_tokens(WeightFormat::bf16) >= 1);
+  CHECK(to_string(ForwardPath::automatic) == "auto");
 }
