@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "probes/probe.hpp"
+#include "probes/run_options.hpp"
 #include "reports/report.hpp"
 
 namespace moe::cli {
@@ -36,6 +38,12 @@ struct RunRequest {
   bool in_process = false;  // all probes in this process (default: a child process per probe)
   std::vector<std::string> argv;
 };
+
+// Checks every input and resolves names (probes, shapes, mutation) before any device is
+// touched; raises UsageError naming the bad value and the valid ones. `probes` receives the
+// probes to run, in order.
+RunOptions resolve_run_options(const RunRequest& request, std::vector<const ProbeInfo*>& probes);
+nlohmann::json options_json(const RunOptions& options);
 
 // Validates, runs, writes request.output after every case and returns the finished report.
 // Raises moe::Error for bad input (before the device is touched) or a missing GPU.

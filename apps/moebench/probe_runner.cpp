@@ -1,0 +1,161 @@
+// Runs the probes of a request, in this process or one child process per probe, appending
+// every case to the report (and rewriting its file) as it arrives. Ctrl-C stops between cases.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "apps/moebench/child_process.hpp"
+#include "apps/moebench/probe_runner.hpp"
+#include "common/cuda_check.hpp"
+#include "engine/device.hpp"
+
+namespace moe::cli {
+
+namespace {
+
+// Set by SIGINT; checked after every case so the report on disk is always whole.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+class Interrupted : public Error {
+ public:
+  Interrupted() : Error(ExitCode::interrupted, "interrupted") {}
+};
+
+// Runs the probes in this process, appending each case to `report` (and the file) at once.
+void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOptions& options,
+                    report::Report& report, const report::ReportWriter& writer) {
+  const Device device = Device::open(options.device);
+  std::optional<ScopedMutation> mutation;
+  if (options.mutation) mutation.emplace(*options.mutation);
+  DeviceAllocator allocator(DeviceAllocator::Mode::caching);
+  measure::Sampler sampler(device, allocator, options.measure);
+
+  bool context_poisoned = false;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const ProbeInfo& probe = *probes[i];
+    for (int rep = 0; rep < options.repeat; ++rep) {
+      std::fprintf(stderr, "[%zu/%zu] %.*s%s\n", i + 1, probes.size(),
+                   static_cast<int>(probe.name.size()), probe.name.data(),
+                   options.repeat > 1 ? (" #" + std::to_string(rep)).c_str() : "");
+      ProbeState state(
+          std::string(probe.name), options, device, allocator, sampler,
+          [&](report::CaseResult c) {
+            std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
+                         c.key().c_str());
+            report.cases.push_back(std::move(c));
+            writer.write(report);  // nothing measured is lost if a later case dies
+            if (g_interrupted.load()) throw Interrupted();
+          },
+          rep);
+      if (context_poisoned) {
+        report::CaseResult c = state.new_case("run");
+        c.verdict = report::Verdict::error;
+        c.reason = "not run: an earlier probe left a sticky CUDA error in this process";
+        state.add_case(std::move(c));
+        continue;
+      }
+      try {
+        probe.run(state);
+      } catch (const Interrupted&) {
+        throw;
+      } catch (const std::exception& e) {
+        report::CaseResult c = state.new_case("run");
+        c.verdict = report::Verdict::error;
+        c.reason = e.what();
+        if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
+          c.evidence["cuda_error"] = cudaGetErrorName(ce->status());
+          context_poisoned = ce->sticky();
+        }
+        state.add_case(std::move(c));
+      }
+    }
+  }
+}
+
+std::string last_lines(const std::string& path, std::size_t n) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string out;
+  for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
+    out += (out.empty() ? "" : " | ") + lines[i];
+  return out;
+}
+
+// Runs each probe in a child moebench, so one probe's fatal CUDA error (which poisons its
+// context for the rest of that process) or crash is recorded as that probe's error while the
+// rest of the suite still runs. Cases come back through the child's report, which it rewrites
+// after every case, so even a child that dies keeps what it measured.
+void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>& probes,
+                  report::Report& report, const report::ReportWriter& writer) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("moebench-run-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (std::size_t i = 0; i < probes.size() && !g_interrupted.load(); ++i) {
+    const std::string name(probes[i]->name);
+    std::fprintf(stderr, "[%zu/%zu] %s\n", i + 1, probes.size(), name.c_str());
+    RunRequest child = request;
+    child.probes = {name};
+    child.in_process = true;
+    child.quiet = true;
+    child.output = (dir / (name + ".json")).string();
+    const std::string log = (dir / (name + ".log")).string();
+    const int code = run_self(run_arguments(child), log);
+    std::size_t got = 0;
+    bool complete = false;
+    if (std::filesystem::exists(child.output)) {
+      const report::Report r = report::load_report(child.output);
+      complete = r.invocation.value("complete", false);
+      for (const report::CaseResult& c : r.cases) {
+        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(), c.key().c_str());
+        report.cases.push_back(c);
+        ++got;
+      }
+    }
+    if (!complete && code != to_int(ExitCode::interrupted)) {
+      report::CaseResult c;
+      c.probe = name;
+      c.name = "process";
+      c.seed = request.seed;
+      c.verdict = report::Verdict::error;
+      c.reason = "the probe's process ended abnormally (exit code " + std::to_string(code) +
+                 (code > 128 ? ", signal " + std::to_string(code - 128) : "") + ") after " +
+                 std::to_string(got) + " cases: " + last_lines(log, 3);
+      c.evidence = {{"exit_code", code}, {"log_tail", last_lines(log, 20)}};
+      report.cases.push_back(c);
+    } else if (code == to_int(ExitCode::usage) || code == to_int(ExitCode::environment)) {
+      throw Error(static_cast<ExitCode>(code), last_lines(log, 1));
+    }
+    writer.write(report);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+void run_probes(const RunRequest& request, const std::vector<const ProbeInfo*>& probes,
+                const RunOptions& options, report::Report& report,
+                const report::ReportWriter& writer) {
+  g_interrupted.store(false);
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  struct sigaction previous {};
+  sigaction(SIGINT, &action, &previous);
+  try {
+    if (request.in_process)
+      run_in_process(probes, options, report, writer);
+    else
+      run_isolated(request, probes, report, writer);
+  } catch (const Interrupted&) {
+  }
+  sigaction(SIGINT, &previous, nullptr);
+}
+
+bool interrupted() { return g_interrupted.load(); }
+
+}  // namespace moe::cli

@@ -1,0 +1,153 @@
+// A RunRequest checked and resolved into RunOptions, and turned back into arguments.
+#include <set>
+#include <sstream>
+
+#include "apps/moebench/commands.hpp"
+#include "apps/moebench/run_request.hpp"
+#include "common/errors.hpp"
+#include "probes/probe.hpp"
+
+namespace moe::cli {
+
+namespace {
+
+kernels::WeightFormat parse_weight_format(const std::string& s) {
+  if (s == "bf16") return kernels::WeightFormat::bf16;
+  if (s == "int4") return kernels::WeightFormat::int4;
+  throw UsageError("--weight-format '" + s + "' is not valid; valid: bf16, int4");
+}
+
+}  // namespace
+
+RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*>& probes) {
+  if (r.probes.empty()) {
+    for (const ProbeInfo& p : all_probes())
+      if (p.in_default_suite) probes.push_back(&p);
+  } else {
+    std::set<std::string> seen;
+    for (const std::string& name : r.probes) {
+      const ProbeInfo& p = probe_by_name(name);
+      if (seen.insert(name).second) probes.push_back(&p);
+    }
+  }
+  RunOptions o;
+  o.fixtures_dir = fixtures_dir(r.fixtures);
+  if (!r.shapes.empty()) {
+    const auto library = load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes");
+    for (const std::string& s : r.shapes) o.shapes.push_back(resolve_shape(s, library));
+    o.user_set_shapes = true;
+  }
+  for (int m : r.ms)
+    if (m < 1 || m > 65536)
+      throw UsageError("--m " + std::to_string(m) + " is out of range: 1..65536 tokens");
+  o.ms = r.ms;
+  o.user_set_ms = !r.ms.empty();
+  for (const std::string& f : r.weight_formats) o.formats.push_back(parse_weight_format(f));
+  for (const std::string& m : r.modes)
+    if (m != "eager" && m != "graph")
+      throw UsageError("--mode '" + m + "' is not valid; valid: eager, graph");
+  o.modes = r.modes;
+  if (r.l2 != "cold" && r.l2 != "hot")
+    throw UsageError("--l2 '" + r.l2 + "' is not valid; valid: cold, hot");
+  if (r.format != "table" && r.format != "json")
+    throw UsageError("--format '" + r.format + "' is not valid; valid: table, json");
+  if (r.warmup < 0 || r.warmup > 1000)
+    throw UsageError("--warmup " + std::to_string(r.warmup) + " is out of range: 0..1000");
+  if (r.device < 0) throw UsageError("--device " + std::to_string(r.device) + " must be >= 0");
+  if (r.output.empty()) throw UsageError("--output must name a file");
+  o.measure.l2 = r.l2 == "cold" ? measure::L2Mode::cold : measure::L2Mode::hot;
+  o.measure.kernel_timing = !r.no_kernel_timing;
+  o.measure.warmup = r.warmup;
+  o.measure.stopping.min_samples = r.min_samples;
+  o.measure.stopping.max_noise = r.max_noise_pct / 100.0;
+  o.measure.stopping.min_time_s = r.min_time_s;
+  o.measure.stopping.timeout_s = r.timeout_s;
+  o.measure.stopping.max_samples = r.max_samples;
+  o.measure.stopping.validate();
+  o.device = r.device;
+  o.seed = r.seed;
+  o.copy_bytes = r.copy_bytes;
+  if (r.repeat < 1 || r.repeat > 10000)
+    throw UsageError("--repeat " + std::to_string(r.repeat) + " is out of range: 1..10000");
+  o.repeat = r.repeat;
+  if (r.engines < 2 || r.engines > 64)
+    throw UsageError("--engines " + std::to_string(r.engines) +
+                     " is out of range: 2..64 (address reuse needs at least two)");
+  o.engines = r.engines;
+  if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
+  return o;
+}
+
+nlohmann::json options_json(const RunOptions& o) {
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const Shape& s : o.shapes) shapes.push_back(s.to_json());
+  std::vector<std::string> formats;
+  for (auto f : o.formats) formats.emplace_back(kernels::to_string(f));
+  return {{"shapes", shapes},
+          {"m", o.ms},
+          {"weight_formats", formats},
+          {"modes", o.modes},
+          {"l2", measure::to_string(o.measure.l2)},
+          {"kernel_timing", o.measure.kernel_timing},
+          {"warmup", o.measure.warmup},
+          {"min_samples", o.measure.stopping.min_samples},
+          {"max_noise", o.measure.stopping.max_noise},
+          {"min_time_s", o.measure.stopping.min_time_s},
+          {"timeout_s", o.measure.stopping.timeout_s},
+          {"max_samples", o.measure.stopping.max_samples},
+          {"device", o.device},
+          {"seed", o.seed},
+          {"copy_bytes", o.copy_bytes},
+          {"repeat", o.repeat},
+          {"engines", o.engines},
+          {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
+                                  : nlohmann::json(nullptr)}};
+}
+
+int exit_code_for(const report::Report& r) {
+  switch (r.overall()) {
+    case report::Verdict::pass:
+    case report::Verdict::inconclusive: return to_int(ExitCode::ok);
+    case report::Verdict::fail: return to_int(ExitCode::check_failed);
+    case report::Verdict::error: return to_int(ExitCode::probe_error);
+  }
+  return to_int(ExitCode::probe_error);
+}
+
+std::vector<std::string> run_arguments(const RunRequest& r) {
+  auto join = [](const auto& v) {
+    std::string out;
+    for (const auto& x : v) {
+      std::ostringstream s;
+      s << x;
+      out += (out.empty() ? "" : ",") + s.str();
+    }
+    return out;
+  };
+  auto num = [](auto v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  std::vector<std::string> a{"run"};
+  a.insert(a.end(), r.probes.begin(), r.probes.end());
+  if (!r.shapes.empty()) a.insert(a.end(), {"--shape", join(r.shapes)});
+  if (!r.ms.empty()) a.insert(a.end(), {"--m", join(r.ms)});
+  if (!r.weight_formats.empty()) a.insert(a.end(), {"--weight-format", join(r.weight_formats)});
+  if (!r.modes.empty()) a.insert(a.end(), {"--mode", join(r.modes)});
+  a.insert(a.end(), {"--l2", r.l2, "-o", r.output, "--format", r.format,
+                     "--min-samples", num(r.min_samples), "--max-noise", num(r.max_noise_pct),
+                     "--min-time", num(r.min_time_s), "--timeout", num(r.timeout_s),
+                     "--max-samples", num(r.max_samples), "--warmup", num(r.warmup),
+                     "--device", num(r.device), "--seed", num(r.seed),
+                     "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
+                     "--engines", num(r.engines)});
+  if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
+  if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
+  if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
+  if (r.in_process) a.push_back("--in-process");
+  if (r.quiet) a.push_back("--quiet");
+  return a;
+}
+
+}  // namespace moe::cli
