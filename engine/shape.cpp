@@ -24,6 +24,10 @@ const std::set<std::string> kShapeFields{"name",      "hidden",         "moe_int
                                          "scoring",   "renormalize",    "description"};
 
 json read_json_file(const std::filesystem::path& file) {
+  // A folder opens as a stream on Linux and then fails mid-read with std::ios_base::failure.
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw UsageError("'" + file.string() + "' is a folder, not a JSON file");
   std::ifstream in(file);
   if (!in) throw UsageError("cannot open '" + file.string() + "'");
   try {

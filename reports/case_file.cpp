@@ -1,5 +1,6 @@
 #include "reports/case_file.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -173,6 +174,10 @@ CaseFile parse_case_file(const json& j, const std::string& origin) {
 }
 
 CaseFile load_case_file(const std::string& path) {
+  // A folder opens as a stream on Linux and then fails mid-read with std::ios_base::failure.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("case file '" + path + "' is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw UsageError("case file '" + path + "' cannot be opened");
   json j;

@@ -1,6 +1,7 @@
 #include "reports/report.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -228,6 +229,10 @@ void from_json(const json& j, Report& r) {
 }
 
 Report load_report(const std::string& path) {
+  // A folder opens as a stream on Linux and then fails mid-read with std::ios_base::failure.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("report '" + path + "' is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw UsageError("report '" + path + "' cannot be opened");
   json j;

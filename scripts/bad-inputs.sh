@@ -6,6 +6,9 @@
 # (exit code or line count; whether the line names the value is for the reader to judge).
 #
 #   scripts/bad-inputs.sh [MOEBENCH] > docs/bad-inputs.md    # default: build/apps/moebench
+#
+# docs/bad-inputs.md also has a hand-written triage section (owner and fix of each finding);
+# regenerating drops it, so redo it from the new Findings list.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 moebench=${1:-$root/build/apps/moebench}
@@ -194,7 +197,9 @@ compare --min-samples 0	compare "$root/tests/data/reports/h200-copy.json" "$root
 compare --min-samples -1	compare "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --min-samples -1
 compare --metric foo	compare "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --metric foo
 compare --format foo	compare "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --format foo
+compare a folder	compare "$D/" "$root/tests/data/reports/h200-copy.json"
 render missing file	render /nonexistent.json
+render a folder	render "$D/"
 render empty file	render empty.json
 render truncated report	render report-truncated.json
 render newer schema	render report-newer.json
@@ -203,6 +208,7 @@ render sample as string	render report-sample-string.json
 render number 1e400	render report-number-overflow.json
 render --format foo	render "$root/tests/data/reports/h200-copy.json" --format foo
 repro missing file	repro /nonexistent.json
+repro a folder	repro "$D/"
 repro empty file	repro empty.json
 repro not JSON	repro not-json.json
 repro truncated case	repro case-truncated.json
@@ -239,7 +245,7 @@ while IFS=$'\t' read -r what args; do
   n=$((n + 1))
   output=$(eval "timeout 60 \"$moebench\" $args" 2>&1 </dev/null)
   rc=$?
-  output=${output//$D\//}
+  output=${output//$D/DIR}
   output=${output//$root\//}
   lines=$(printf '%s' "$output" | grep -c '')
   shown="moebench $args"

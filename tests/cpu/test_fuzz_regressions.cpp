@@ -111,3 +111,13 @@ TEST_CASE("a report's schema fields are checked before they are read") {
     "options": {}, "cases": []})"))
             .find("\"schema_version\" = 0 must be at least 1") != std::string::npos);
 }
+
+TEST_CASE("a folder given where a file belongs is a usage error in every loader") {
+  // Found by scripts/bad-inputs.sh, not a fuzzer (the fuzzers only write files): a folder opens
+  // as a stream and then failed mid-read with std::ios_base::failure, which moebench reported
+  // as an internal error (exit 4).
+  const std::string dir = fs::temp_directory_path().string();
+  CHECK(refusal(kShapeLoader, dir).find("is a folder") != std::string::npos);
+  CHECK(refusal(kReportLoader, dir).find("is a folder") != std::string::npos);
+  CHECK(refusal(kCaseLoader, dir).find("is a folder") != std::string::npos);
+}

@@ -27,9 +27,9 @@ TEST_CASE("probe copy measures read, memcpy and copy-kernel with passing checks"
     CHECK(c.metrics.at("gbps").value > 0);
     const auto& m = c.measurements.at("main");
     CHECK(m.samples() >= 5);
-    CHECK(m.kernel_timing);
-    // Each sample's window holds exactly the timed work: one kernel for read and copy-kernel.
-    if (c.name != "memcpy") CHECK(m.kernel_count.front() >= 1);
+    // Each sample's window holds the timed work: at least one kernel for read and copy-kernel
+    // (kernel timing is off when another CUPTI subscriber, e.g. compute-sanitizer, is attached).
+    if (m.kernel_timing && c.name != "memcpy") CHECK(m.kernel_count.front() >= 1);
     for (double host : m.host_time_us) CHECK(host > 0);
   }
   // A copy moves read + written bytes and cannot beat reading alone by a wide margin.

@@ -7,6 +7,7 @@
 #include "common/cuda_check.hpp"
 #include "engine/engine.hpp"
 #include "engine/fault_injection.hpp"
+#include "kernels/moe/generate.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/measure/sampler.hpp"
 #include "support/gpu_test.hpp"
@@ -122,6 +123,7 @@ TEST_CASE("mutations of the barriers: each removes exactly the drain its bug rem
   LayerConfig lc;
   lc.dims = tiny_shape().dims(kernels::WeightFormat::bf16);
   DeviceBuffer x = alloc.allocate(256 * 2 * 64), out = alloc.allocate(256 * 2 * 64);
+  kernels::generate_input(lc.dims, 64, 11, x.as<__nv_bfloat16>(), stream.handle());
 
   SUBCASE("scratch-free-without-drain: regrow without a drain") {
     auto regrow_drains = [&](bool mutated) {
