@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/errors.hpp"
+#include "common/json_file.hpp"
 
 namespace moe {
 
@@ -22,20 +23,6 @@ constexpr int kSizeMultiple = 32;  // 16-byte loads of int4 (32 values) along ev
 const std::set<std::string> kShapeFields{"name",      "hidden",         "moe_inter",
                                          "experts",   "top_k",          "shared_experts",
                                          "scoring",   "renormalize",    "description"};
-
-json read_json_file(const std::filesystem::path& file) {
-  // A folder opens as a stream on Linux and then fails mid-read with std::ios_base::failure.
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
-    throw UsageError("'" + file.string() + "' is a folder, not a JSON file");
-  std::ifstream in(file);
-  if (!in) throw UsageError("cannot open '" + file.string() + "'");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    throw UsageError("'" + file.string() + "' is not valid JSON: " + e.what());
-  }
-}
 
 int int_field(const json& j, const std::string& key, const std::string& origin, bool required,
               int fallback = 0) {
@@ -265,7 +252,7 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
 }
 
 Shape load_shape_file(const std::filesystem::path& file) {
-  const json j = read_json_file(file);
+  const json j = read_json_file(file.string(), "shape file");
   // A moebench shape file has "moe_inter"; anything else is read as a model's config.json.
   if (j.is_object() && (j.contains("moe_inter") || (j.contains("top_k") && j.contains("experts"))))
     return parse_shape_json(j, file.string());
@@ -279,7 +266,8 @@ std::vector<Shape> load_shape_library(const std::filesystem::path& dir) {
     throw UsageError("shape folder '" + dir.string() + "' does not exist (set --fixtures)");
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.path().extension() == ".json")
-      shapes.push_back(parse_shape_json(read_json_file(entry.path()), entry.path().string()));
+      shapes.push_back(parse_shape_json(read_json_file(entry.path().string(), "shape file"),
+                                        entry.path().string()));
   std::sort(shapes.begin(), shapes.end(),
             [](const Shape& a, const Shape& b) { return a.name < b.name; });
   for (std::size_t i = 1; i < shapes.size(); ++i)

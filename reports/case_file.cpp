@@ -1,5 +1,7 @@
 #include "reports/case_file.hpp"
 
+#include "common/json_file.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -174,19 +176,7 @@ CaseFile parse_case_file(const json& j, const std::string& origin) {
 }
 
 CaseFile load_case_file(const std::string& path) {
-  // A folder opens as a stream on Linux and then fails mid-read with std::ios_base::failure.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw UsageError("case file '" + path + "' is a folder, not a file");
-  std::ifstream in(path);
-  if (!in) throw UsageError("case file '" + path + "' cannot be opened");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    throw UsageError("case file '" + path + "' is not valid JSON: " + e.what());
-  }
-  return parse_case_file(j, "case file '" + path + "'");
+  return parse_case_file(read_json_file(path, "case file"), "case file '" + path + "'");
 }
 
 json to_json(const CaseFile& c) {

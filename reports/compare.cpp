@@ -47,13 +47,21 @@ std::string to_string(Change c) {
   return "AMBIGUOUS";
 }
 
+namespace {
+std::string as_typed(double v) {  // the value as the user typed it, nan and inf included
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+}  // namespace
+
 void CompareOptions::validate() const {
   if (metrics.empty()) throw UsageError("--metric must name at least one of gpu, host, gbps");
   if (!(min_effect > 0 && min_effect < 1))
-    throw UsageError("--threshold " + fmt(100 * min_effect) +
+    throw UsageError("--threshold " + as_typed(100 * min_effect) +
                      " is out of range: a percentage above 0 and below 100");
   if (!(confidence >= 0.5 && confidence < 1))
-    throw UsageError("--confidence " + fmt(confidence) + " is out of range: 0.5 <= c < 1");
+    throw UsageError("--confidence " + as_typed(confidence) + " is out of range: 0.5 <= c < 1");
   if (min_samples_for_rank_test < 2)
     throw UsageError("--min-samples " + std::to_string(min_samples_for_rank_test) +
                      " is out of range: at least 2");

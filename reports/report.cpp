@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_file.hpp"
 
 namespace moe::report {
 
@@ -229,18 +230,7 @@ void from_json(const json& j, Report& r) {
 }
 
 Report load_report(const std::string& path) {
-  // A folder opens as a stream on Linux and then fails mid-read with std::ios_base::failure.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw UsageError("report '" + path + "' is a folder, not a file");
-  std::ifstream in(path);
-  if (!in) throw UsageError("report '" + path + "' cannot be opened");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    throw UsageError("report '" + path + "' is not valid JSON: " + e.what());
-  }
+  const json j = read_json_file(path, "report");
   // Compared as JSON: json::value() would throw its own type_error on a non-string "schema".
   if (!j.is_object() || !j.contains("schema") || j.at("schema") != kSchemaName)
     throw UsageError("'" + path + "' is not a moebench report (field \"schema\" must be \"" +

@@ -24,6 +24,10 @@ Command add_render_command(CLI::App& app);
 Command add_repro_command(CLI::App& app, const std::vector<std::string>& argv);
 Command add_selftest_command(CLI::App& app, const std::vector<std::string>& argv);
 
+// For options bound to unsigned integers: CLI11 would wrap "-1" to 2^64 - 1. Refuses a sign and
+// anything but digits, naming the value.
+const CLI::Validator& whole_number();
+
 // Where shapes and cases live: --fixtures, else $MOEBENCH_FIXTURES, else the source tree's.
 std::string fixtures_dir(const std::string& flag);
 

@@ -83,6 +83,7 @@ Command add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--min-samples", r->min_samples,
                   "Samples per side from which the rank test decides (below: disjoint ranges)")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_option("--format", r->format, "Standard output: table, markdown, html or json")
       ->capture_default_str();

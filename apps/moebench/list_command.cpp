@@ -8,17 +8,15 @@
 
 namespace moe::cli {
 
-std::string fixtures_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("MOEBENCH_FIXTURES")) return env;
-  return MOEBENCH_FIXTURES_DIR;
-}
-
 namespace {
 int list(const std::string& what, const std::string& fixtures) {
   const bool all = what.empty();
   if (!all && what != "probes" && what != "shapes" && what != "mutations")
     throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations");
+  // Read the shapes first: a bad --fixtures is one line of error, not a table and then one.
+  std::vector<Shape> shapes;
+  if (all || what == "shapes")
+    shapes = load_shape_library(std::filesystem::path(fixtures_dir(fixtures)) / "shapes");
   if (all || what == "probes") {
     std::vector<std::vector<std::string>> rows{{"probe", "default", "description"}};
     for (const ProbeInfo& p : all_probes())
@@ -30,7 +28,7 @@ int list(const std::string& what, const std::string& fixtures) {
     if (all) std::printf("\n");
     std::vector<std::vector<std::string>> rows{
         {"shape", "hidden", "moe_inter", "experts", "top_k", "shared", "scoring", "description"}};
-    for (const Shape& s : load_shape_library(std::filesystem::path(fixtures_dir(fixtures)) / "shapes"))
+    for (const Shape& s : shapes)
       rows.push_back({s.name, std::to_string(s.hidden), std::to_string(s.moe_inter),
                       std::to_string(s.experts), std::to_string(s.top_k),
                       std::to_string(s.shared_experts), std::string(kernels::to_string(s.scoring)),

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <regex>
+#include <span>
 
 #include "apps/moebench/commands.hpp"
 #include "common/build_info.hpp"
@@ -12,6 +14,28 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 all checks passed; 1 a check failed (a bug reproduced, a regression);\n"
     "2 usage or input error (nothing ran); 3 environment (no GPU or driver, not enough memory);\n"
     "4 a probe errored; 130 interrupted (the partial report was written).";
+// CLI11's parse errors as one line that names the value and what the option takes.
+std::string describe_parse_error(const CLI::App& app, std::span<const moe::cli::Command> commands,
+                                 const CLI::ParseError& e) {
+  const std::string what = e.what();
+  if (what == "A subcommand is required") {
+    std::string valid;
+    for (const auto& c : commands) valid += (valid.empty() ? "" : ", ") + c.app->get_name();
+    return "a command is required; valid: " + valid;
+  }
+  // "Could not convert: --m = abc": name the option's own description of what it takes.
+  static const std::regex conversion(R"(Could not convert: (\S+) = (.*))");
+  std::smatch m;
+  if (std::regex_match(what, m, conversion)) {
+    for (const auto& c : commands)
+      if (c.app->parsed())
+        if (const CLI::Option* opt = c.app->get_option_no_throw(m[1].str()))
+          return m[1].str() + " '" + m[2].str() + "' is not valid: " + opt->get_description();
+    return m[1].str() + " '" + m[2].str() + "' is not a valid value";
+  }
+  return what + " (see 'moebench " + (app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name() + " ") + "--help')";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,7 +74,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "moebench: %s\nRun 'moebench --help' for usage.\n", e.what());
+    std::fprintf(stderr, "moebench: %s\n", describe_parse_error(app, commands, e).c_str());
     return moe::to_int(moe::ExitCode::usage);
   }
 

@@ -50,6 +50,10 @@ int repro(const ReproRequest& req) {
   if (req.output.empty()) throw UsageError("--output must name a file");
   const TempDir shape_dir;
   ReproPlan plan = make_repro_plan(req.file, shape_dir.path(), req.fixtures, req.device);
+  for (const RunRequest& r : plan.runs) {  // every run checked before anything is printed
+    std::vector<const ProbeInfo*> probes;
+    resolve_run_options(r, probes);
+  }
 
   std::fprintf(stderr, "repro: %s (%s), %zu run(s)\n", plan.source.c_str(),
                plan.source_kind.c_str(), plan.runs.size());

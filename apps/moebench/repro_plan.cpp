@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_file.hpp"
 #include "engine/fault_injection.hpp"
 #include "engine/shape.hpp"
 #include "probes/probe.hpp"
@@ -17,16 +18,6 @@ namespace moe::cli {
 using nlohmann::json;
 
 namespace {
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("'" + path + "' cannot be opened");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw UsageError("'" + path + "' is not valid JSON: " + e.what());
-  }
-}
 
 // Runs `f`, prefixing any UsageError with where the bad value came from.
 template <class F>
@@ -264,7 +255,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
 
 ReproPlan make_repro_plan(const std::string& file, const std::filesystem::path& shape_dir,
                           const std::string& fixtures, int device) {
-  const json j = read_json(file);
+  const json j = read_json_file(file, "file");
   RunRequest base;
   base.fixtures = fixtures;
   base.device = device;

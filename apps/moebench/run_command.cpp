@@ -64,20 +64,21 @@ report::Report execute_run(const RunRequest& request) {
 
 namespace {
 
-void add_run_options(CLI::App& run, RunRequest& r) {
+void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_text) {
   run.add_option("probes", r.probes, "Probes to run (default: the default suite; see `list`)");
   run.add_option("--shape", r.shapes,
                  "Shape names, or paths to a shape file or a model's config.json "
                  "(comma-separated; default: per probe)")
       ->delimiter(',');
-  run.add_option("--m", r.ms, "Tokens per forward, comma-separated (default: per probe)")
-      ->delimiter(',');
+  run.add_option("--m", m_text,
+                 "Tokens per forward, 1..65536, comma-separated (default: per probe)");
   run.add_option("--weight-format", r.weight_formats, "bf16, int4 (default: both)")
       ->delimiter(',');
   run.add_option("--mode", r.modes, "eager, graph (default: both)")->delimiter(',');
   run.add_option("--l2", r.l2, "cold: flush L2 before each sample; hot: don't")
       ->capture_default_str();
   run.add_option("--min-samples", r.min_samples, "Stop rule: at least this many samples")
+      ->check(whole_number())
       ->capture_default_str();
   run.add_option("--max-noise", r.max_noise_pct,
                  "Stop rule: relative std. dev. of GPU time at most this, in percent")
@@ -88,19 +89,23 @@ void add_run_options(CLI::App& run, RunRequest& r) {
                  "Stop rule: at most this much wall time per measurement, seconds")
       ->capture_default_str();
   run.add_option("--max-samples", r.max_samples, "Stop rule: at most this many samples")
+      ->check(whole_number())
       ->capture_default_str();
   run.add_option("--warmup", r.warmup, "Untimed runs before sampling")->capture_default_str();
   run.add_flag("--no-kernel-timing", r.no_kernel_timing,
                "Skip CUPTI kernel timing (kernel time and count)");
   run.add_option("--device", r.device, "CUDA device index")->capture_default_str();
-  run.add_option("--seed", r.seed, "Seed of weights, inputs and routing")->capture_default_str();
+  run.add_option("--seed", r.seed, "Seed of weights, inputs and routing")
+      ->check(whole_number())
+      ->capture_default_str();
   run.add_option("-o,--output", r.output, "Report file (JSON), rewritten after every case")
       ->capture_default_str();
   run.add_option("--format", r.format, "Standard output: table or json")->capture_default_str();
   run.add_option("--mutation", r.mutation,
                  "Inject a fault for the whole run (see `list mutations`)");
   run.add_option("--copy-bytes", r.copy_bytes,
-                 "Buffer size of probe copy in bytes (default 4 GiB, capped by free memory)");
+                 "Buffer size of probe copy in bytes (default 4 GiB, capped by free memory)")
+      ->check(whole_number());
   run.add_option("--repeat", r.repeat, "Run each probe this many times")->capture_default_str();
   run.add_option("--engines", r.engines, "Probe two-engine: engines built one after another")
       ->capture_default_str();
@@ -115,10 +120,14 @@ void add_run_options(CLI::App& run, RunRequest& r) {
 
 Command add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto request = std::make_shared<RunRequest>();
+  auto m_text = std::make_shared<std::vector<std::string>>();
   request->argv = argv;
   CLI::App* run = app.add_subcommand("run", "Run probes and write a JSON report");
-  add_run_options(*run, *request);
-  return {run, [request] { return exit_code_for(execute_run(*request)); }};
+  add_run_options(*run, *request, *m_text);
+  return {run, [request, m_text] {
+            request->ms = parse_token_counts(*m_text);
+            return exit_code_for(execute_run(*request));
+          }};
 }
 
 }  // namespace moe::cli

@@ -1,4 +1,8 @@
 // A RunRequest checked and resolved into RunOptions, and turned back into arguments.
+#include <unistd.h>
+
+#include <filesystem>
+#include <charconv>
 #include <set>
 #include <sstream>
 
@@ -19,6 +23,28 @@ kernels::WeightFormat parse_weight_format(const std::string& s) {
 
 }  // namespace
 
+std::vector<int> parse_token_counts(const std::vector<std::string>& texts) {
+  std::vector<int> ms;
+  for (const std::string& text : texts) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = text.find(',', start);
+      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                              : comma - start);
+      int m = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), m);
+      if (item.empty() || ec != std::errc() || end != item.data() + item.size() || m < 1 ||
+          m > 65536)
+        throw UsageError("--m '" + (item.empty() ? text : item) +
+                         "' is not valid: whole numbers of tokens 1..65536, comma-separated");
+      ms.push_back(m);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return ms;
+}
+
 RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*>& probes) {
   if (r.probes.empty()) {
     for (const ProbeInfo& p : all_probes())
@@ -32,6 +58,10 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   }
   RunOptions o;
   o.fixtures_dir = fixtures_dir(r.fixtures);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(std::filesystem::path(o.fixtures_dir) / "shapes", ec))
+    throw UsageError("--fixtures '" + o.fixtures_dir +
+                     "' has no shapes/ folder: give the folder that holds shapes/ and cases/");
   if (!r.shapes.empty()) {
     const auto library = load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes");
     for (const std::string& s : r.shapes) o.shapes.push_back(resolve_shape(s, library));
@@ -55,6 +85,19 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--warmup " + std::to_string(r.warmup) + " is out of range: 0..1000");
   if (r.device < 0) throw UsageError("--device " + std::to_string(r.device) + " must be >= 0");
   if (r.output.empty()) throw UsageError("--output must name a file");
+  {
+    // Checked now, not when the first case is written: a run must not measure for nothing.
+    const std::filesystem::path dir = std::filesystem::path(r.output).parent_path();
+    const std::string folder = dir.empty() ? "." : dir.string();
+    if (!std::filesystem::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
+      throw UsageError("--output '" + r.output + "': folder '" + folder +
+                       "' does not exist or is not writable");
+  }
+  constexpr std::size_t kMinCopy = std::size_t{1} << 20, kMaxCopy = std::size_t{1} << 40;
+  if (r.copy_bytes != 0 && (r.copy_bytes < kMinCopy || r.copy_bytes > kMaxCopy || r.copy_bytes % 16))
+    throw UsageError("--copy-bytes " + std::to_string(r.copy_bytes) +
+                     " is out of range: 0 (4 GiB, capped by free memory) or a multiple of 16 "
+                     "from 1048576 (1 MiB) to 1099511627776 (1 TiB)");
   o.measure.l2 = r.l2 == "cold" ? measure::L2Mode::cold : measure::L2Mode::hot;
   o.measure.kernel_timing = !r.no_kernel_timing;
   o.measure.warmup = r.warmup;

@@ -45,6 +45,10 @@ struct RunRequest {
 RunOptions resolve_run_options(const RunRequest& request, std::vector<const ProbeInfo*>& probes);
 nlohmann::json options_json(const RunOptions& options);
 
+// The --m values as typed ("1,2,4" or repeated): whole numbers 1..65536, no empty items;
+// raises UsageError naming the bad item.
+std::vector<int> parse_token_counts(const std::vector<std::string>& texts);
+
 // Validates, runs, writes request.output after every case and returns the finished report.
 // Raises moe::Error for bad input (before the device is touched) or a missing GPU.
 report::Report execute_run(const RunRequest& request);

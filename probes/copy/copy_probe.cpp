@@ -38,6 +38,10 @@ std::size_t stream_buffer_bytes(const Device& device, std::size_t requested, int
   const std::size_t budget = device.free_memory() / 4 * 3 / static_cast<std::size_t>(buffers);
   if (!requested && bytes > budget) bytes = budget;
   bytes = bytes / (std::size_t{1} << 20) * (std::size_t{1} << 20);  // whole MiB, 16-byte aligned
+  if (requested && requested < min_bytes)
+    throw UsageError("--copy-bytes " + std::to_string(requested) + " is below 8x the L2 of this "
+                     "GPU (" + std::to_string(min_bytes) + " bytes): the ceiling would measure "
+                     "the cache, not memory");
   if (bytes < min_bytes || bytes > budget)
     throw EnvironmentError("stream buffers need " + std::to_string(buffers) + " x " +
                            std::to_string(std::max(bytes, min_bytes) >> 20) + " MiB, " +

@@ -28,8 +28,8 @@ void StoppingRule::validate() const {
   if (!(timeout_s > 0 && timeout_s <= 86400))
     throw UsageError("--timeout " + str(timeout_s) + " is out of range: (0, 86400] s");
   if (max_samples < min_samples || max_samples > 1000000)
-    throw UsageError("--max-samples " + std::to_string(max_samples) +
-                     " is out of range: min-samples.." + "1000000");
+    throw UsageError("--max-samples " + std::to_string(max_samples) + " is out of range: " +
+                     "--min-samples (" + std::to_string(min_samples) + ")..1000000");
 }
 
 std::string to_string(StopReason r) {

@@ -56,27 +56,44 @@ TEST_CASE("bad values are refused with exit 2 before any device is touched") {
     const char* says;
   };
   const Case cases[] = {
-      {"run copy --m 0", "--m 0 is out of range"},
-      {"run copy --m -3", "out of range"},
-      {"run copy --m 100000000", "out of range"},
+      {"run copy --m 0", "--m '0' is not valid: whole numbers of tokens 1..65536"},
+      {"run copy --m -3", "--m '-3' is not valid"},
+      {"run copy --m 100000000", "--m '100000000' is not valid"},
+      {"run copy --m 1,,2", "--m '1,,2' is not valid"},
+      {"run copy --m 2.5", "--m '2.5' is not valid"},
+      {"run copy --m abc", "--m 'abc' is not valid"},
       {"run copy --shape nope", "unknown shape 'nope'"},
       {"run copy --weight-format fp8", "valid: bf16, int4"},
       {"run copy --mode lazy", "valid: eager, graph"},
       {"run copy --l2 warm", "valid: cold, hot"},
       {"run copy --min-samples 0", "--min-samples 0"},
+      {"run copy --min-samples -1", "--min-samples"},
+      {"run copy --min-samples 100 --max-samples 10", "--min-samples (100)"},
       {"run copy --max-noise 0", "--max-noise"},
       {"run copy --timeout -1", "--timeout"},
+      {"run copy --warmup abc", "--warmup 'abc' is not valid: Untimed runs"},
+      {"run copy --seed -1", "--seed"},
+      {"run copy --copy-bytes 5", "--copy-bytes 5 is out of range"},
       {"run copy --format yaml", "valid: table, json"},
       {"run copy --mutation nosuch", "valid: static-resident-cache"},
       {"run copy --device -1", "--device -1"},
-      {"run copy --m abc", "--m"},
-      {"frobnicate", "frobnicate"},
+      {"run copy --fixtures /nonexistent", "--fixtures '/nonexistent' has no shapes/ folder"},
+      {"run copy -o /nonexistent/dir/r.json", "does not exist or is not writable"},
+      {"run --frob", "--frob"},
+      {"list --fixtures /nonexistent", "/nonexistent"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"", "a command is required; valid: run"},
   };
+
   for (const Case& c : cases) {
-    CAPTURE(c.args);
-    const Result r = run(c.args);
+    const std::string args = c.args;
+    CAPTURE(args);
+    const Result r = run(args);
+    CAPTURE(r.out);
     CHECK(r.code == 2);
     CHECK(r.out.find(c.says) != std::string::npos);
+    // One line, naming the value: nothing else is printed, no table, no plan.
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
   }
 }
 

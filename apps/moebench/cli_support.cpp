@@ -1,0 +1,24 @@
+// Small pieces every command shares: option checks and where the fixtures are.
+#include <cstdlib>
+
+#include "apps/moebench/commands.hpp"
+
+namespace moe::cli {
+
+const CLI::Validator& whole_number() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+        return digits ? std::string() : "'" + s + "' is not valid: a whole number >= 0";
+      },
+      "UINT");
+  return v;
+}
+
+std::string fixtures_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("MOEBENCH_FIXTURES")) return env;
+  return MOEBENCH_FIXTURES_DIR;
+}
+
+}  // namespace moe::cli
