@@ -6,4 +6,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 cd "${MOEBENCH_BUILD_DIR:-$root/build}"
-ctest --output-on-failure --timeout "${MOEBENCH_TEST_TIMEOUT:-1500}" "$@"
+status=0
+ctest --output-on-failure --timeout "${MOEBENCH_TEST_TIMEOUT:-1500}" "$@" || status=$?
+# CTest shows no output of skipped tests: print why the GPU tests skipped, once.
+grep -h "^SKIPPED:" Testing/Temporary/LastTest.log 2>/dev/null | sort -u || true
+exit $status
