@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -42,7 +43,7 @@
 
 #include "common/cuda_check.hpp"
 #include "common/cuda_event.hpp"
-#include <memory>
+#include "engine/device_allocator.hpp"
 #include "kernels/bandwidth/bandwidth_kernels.hpp"
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/forward.hpp"
@@ -58,26 +59,13 @@ using namespace moe::kernels;
 namespace {
 
 // ---------------------------------------------------------------- device memory helpers
-struct DeviceBuffer {
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t n) : bytes(n) {
-    if (n) MOE_CUDA_CHECK(cudaMalloc(&p, n));
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = nullptr; o.bytes = 0; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    std::swap(p, o.p);
-    std::swap(bytes, o.bytes);
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  template <class T>
-  T* as() const { return static_cast<T*>(p); }
-};
+using moe::DeviceBuffer;
+
+// One cudaMalloc per buffer, through the engine's allocator (which owns every device free).
+DeviceBuffer device_buffer(std::size_t bytes) {
+  static moe::DeviceAllocator allocator(moe::DeviceAllocator::Mode::plain);
+  return allocator.allocate(bytes);
+}
 
 template <class T>
 std::vector<T> download(const void* src, std::size_t count) {
@@ -116,22 +104,22 @@ struct TestLayer {
     for (int e = 0; e < et; ++e) {
       for (int which = 0; which < 2; ++which) {
         const TensorKind kind = which == 0 ? TensorKind::gate_up : TensorKind::down;
-        buffers.emplace_back(expert_weight_bytes(d, kind));
-        void* w = buffers.back().p;
+        buffers.push_back(device_buffer(expert_weight_bytes(d, kind)));
+        void* w = buffers.back().data();
         void* sc = nullptr;
         if (d.format == WeightFormat::int4) {
-          buffers.emplace_back(expert_scale_bytes(d, kind));
-          sc = buffers.back().p;
+          buffers.push_back(device_buffer(expert_scale_bytes(d, kind)));
+          sc = buffers.back().data();
         }
         generate_expert_tensor(d, kind, seed, e, w, sc, stream);
         ptrs[(which * 2) * et + e] = w;
         ptrs[(which * 2 + 1) * et + e] = sc;
       }
     }
-    router = DeviceBuffer(router_bytes(d));
+    router = device_buffer(router_bytes(d));
     generate_router(d, seed, router.as<__nv_bfloat16>(), stream);
-    tables = DeviceBuffer(ptrs.size() * sizeof(void*));
-    MOE_CUDA_CHECK(cudaMemcpy(tables.p, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    tables = device_buffer(ptrs.size() * sizeof(void*));
+    MOE_CUDA_CHECK(cudaMemcpy(tables.data(), ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
     const void* const* t = tables.as<const void* const>();
     table.gate_up = t;
     table.gate_up_scales = d.format == WeightFormat::int4 ? t + et : nullptr;
@@ -218,12 +206,14 @@ struct Forward {
 
   Forward(const TestLayer& l, int m_, std::uint64_t xseed, const std::vector<float>* bias_host,
           ForwardPath path, cudaStream_t stream)
-      : layer(l), m(m_), x(input_bytes(l.dims, m_)), out(input_bytes(l.dims, m_)),
-        scratch(forward_scratch_bytes(l.dims, m_)), layout(scratch_layout(l.dims, m_)) {
+      : layer(l), m(m_), x(device_buffer(input_bytes(l.dims, m_))),
+        out(device_buffer(input_bytes(l.dims, m_))),
+        scratch(device_buffer(forward_scratch_bytes(l.dims, m_))),
+        layout(scratch_layout(l.dims, m_)) {
     generate_input(l.dims, m, xseed, x.as<__nv_bfloat16>(), stream);
     if (bias_host) {
-      bias = DeviceBuffer(bias_host->size() * sizeof(float));
-      MOE_CUDA_CHECK(cudaMemcpy(bias.p, bias_host->data(), bias.bytes, cudaMemcpyHostToDevice));
+      bias = device_buffer(bias_host->size() * sizeof(float));
+      MOE_CUDA_CHECK(cudaMemcpy(bias.data(), bias_host->data(), bias.bytes(), cudaMemcpyHostToDevice));
     }
     args.dims = l.dims;
     args.m = m;
@@ -232,14 +222,14 @@ struct Forward {
     args.router = l.router.as<__nv_bfloat16>();
     args.router_bias = bias_host ? bias.as<float>() : nullptr;
     args.experts = l.table;
-    args.scratch = scratch.p;
-    args.scratch_bytes = scratch.bytes;
+    args.scratch = scratch.data();
+    args.scratch_bytes = scratch.bytes();
     args.path = path;
   }
 
   void poison(cudaStream_t stream) {
-    MOE_CUDA_CHECK(cudaMemsetAsync(out.p, 0xFF, out.bytes, stream));
-    MOE_CUDA_CHECK(cudaMemsetAsync(scratch.p, 0xFF, scratch.bytes, stream));
+    MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), stream));
+    MOE_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0xFF, scratch.bytes(), stream));
   }
   void run(cudaStream_t stream) {
     poison(stream);
@@ -248,9 +238,9 @@ struct Forward {
   }
   template <class T>
   std::vector<T> scratch_vec(std::size_t offset, std::size_t count) const {
-    return download<T>(static_cast<const char*>(scratch.p) + offset, count);
+    return download<T>(static_cast<const char*>(scratch.data()) + offset, count);
   }
-  std::vector<std::uint16_t> out_bits() const { return download<std::uint16_t>(out.p, out.bytes / 2); }
+  std::vector<std::uint16_t> out_bits() const { return download<std::uint16_t>(out.data(), out.bytes() / 2); }
 };
 
 std::vector<float> skew_bias(const MoeDims& d, std::uint64_t seed) {
@@ -515,20 +505,21 @@ TEST_CASE("generation kernels match the host derivation") {
     CAPTURE(to_string(fmt));
     for (TensorKind kind : {TensorKind::gate_up, TensorKind::down}) {
       const TensorShape sh = expert_tensor_shape(d, kind);
-      DeviceBuffer w(expert_weight_bytes(d, kind)), s(expert_scale_bytes(d, kind));
-      generate_expert_tensor(d, kind, seed, 4, w.p, fmt == WeightFormat::int4 ? s.p : nullptr, st.s);
+      DeviceBuffer w = device_buffer(expert_weight_bytes(d, kind));
+      DeviceBuffer s = device_buffer(expert_scale_bytes(d, kind));
+      generate_expert_tensor(d, kind, seed, 4, w.data(), fmt == WeightFormat::int4 ? s.data() : nullptr, st.s);
       MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
       std::vector<float> row(sh.k);
       std::size_t bad = 0;
       if (fmt == WeightFormat::bf16) {
-        const auto hw = download<std::uint16_t>(w.p, sh.rows * sh.k);
+        const auto hw = download<std::uint16_t>(w.data(), sh.rows * sh.k);
         for (std::size_t r = 0; r < sh.rows; r += 7) {
           expert_row_host(d, kind, seed, 4, r, row.data());
           for (int c = 0; c < sh.k; ++c) bad += bf16_bits_to_float(hw[r * sh.k + c]) != row[c];
         }
       } else {
-        const auto hw = download<std::uint32_t>(w.p, sh.rows * sh.k / 8);
-        const auto hs = download<std::uint16_t>(s.p, sh.rows * int4_groups(sh.k));
+        const auto hw = download<std::uint32_t>(w.data(), sh.rows * sh.k / 8);
+        const auto hs = download<std::uint16_t>(s.data(), sh.rows * int4_groups(sh.k));
         for (std::size_t r = 0; r < sh.rows; r += 7) {
           expert_row_host(d, kind, seed, 4, r, row.data());
           for (int c = 0; c < sh.k; ++c) bad += int4_dequant(hw.data(), hs.data(), r, sh.k, c) != row[c];
@@ -536,12 +527,13 @@ TEST_CASE("generation kernels match the host derivation") {
       }
       CHECK(bad == 0);
     }
-    DeviceBuffer router(router_bytes(d)), x(input_bytes(d, 3));
+    DeviceBuffer router = device_buffer(router_bytes(d));
+    DeviceBuffer x = device_buffer(input_bytes(d, 3));
     generate_router(d, seed, router.as<__nv_bfloat16>(), st.s);
     generate_input(d, 3, seed + 1, x.as<__nv_bfloat16>(), st.s);
     MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
-    const auto hr = download<std::uint16_t>(router.p, static_cast<std::size_t>(d.experts) * d.hidden);
-    const auto hx = download<std::uint16_t>(x.p, static_cast<std::size_t>(3) * d.hidden);
+    const auto hr = download<std::uint16_t>(router.data(), static_cast<std::size_t>(d.experts) * d.hidden);
+    const auto hx = download<std::uint16_t>(x.data(), static_cast<std::size_t>(3) * d.hidden);
     std::vector<float> row(d.hidden);
     std::size_t bad = 0;
     for (int e = 0; e < d.experts; ++e) {
@@ -729,12 +721,13 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
   double ceiling_gbs = 0;
   {
     const std::size_t bytes = std::size_t{4} << 30;
-    DeviceBuffer buf(bytes), xr(sizeof(std::uint32_t));
+    DeviceBuffer buf = device_buffer(bytes);
+    DeviceBuffer xr = device_buffer(sizeof(std::uint32_t));
     fill_pattern(buf.as<std::uint32_t>(), bytes / 4, 1, st.s);
     std::vector<float> ms;
     for (int i = 0; i < 16; ++i) {
       e0.record(st.s);
-      read_stream(buf.p, bytes, xr.as<std::uint32_t>(), StreamLaunch::for_device(dev.sm_count), st.s);
+      read_stream(buf.data(), bytes, xr.as<std::uint32_t>(), StreamLaunch::for_device(dev.sm_count), st.s);
       e1.record(st.s);
       MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
       if (i) ms.push_back(e1.elapsed_ms_since(e0));
