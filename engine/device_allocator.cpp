@@ -61,7 +61,23 @@ DeviceBuffer DeviceAllocator::allocate(std::size_t bytes) {
     }
   }
   if (!ptr) {
-    MOE_CUDA_CHECK(cudaMalloc(&ptr, cls));
+    cudaError_t status = cudaMalloc(&ptr, cls);
+    if (status == cudaErrorMemoryAllocation && !cache_.empty()) {
+      // Out of memory with blocks parked in the cache: give those back and try once more.
+      (void)cudaGetLastError();
+      release_cache_locked();
+      status = cudaMalloc(&ptr, cls);
+    }
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      std::size_t free = 0, total = 0;
+      cudaMemGetInfo(&free, &total);
+      throw EnvironmentError("device memory exhausted: asked for " + std::to_string(cls) +
+                             " bytes, " + std::to_string(free) + " of " + std::to_string(total) +
+                             " free (" + std::to_string(stats_.bytes_in_use) +
+                             " in use by moebench)");
+    }
+    if (status != cudaSuccess) throw_cuda_error(status, "cudaMalloc", __FILE__, __LINE__);
     ++stats_.driver_allocations;
     stats_.bytes_reserved += cls;
   }
@@ -89,6 +105,10 @@ void DeviceAllocator::release(void* ptr, std::size_t bytes) {
 
 void DeviceAllocator::trim() {
   std::lock_guard lock(mutex_);
+  release_cache_locked();
+}
+
+void DeviceAllocator::release_cache_locked() {
   for (auto& [cls, blocks] : cache_) {
     for (void* ptr : blocks) {
       const cudaError_t status = cudaFree(ptr);

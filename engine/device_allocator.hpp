@@ -57,6 +57,8 @@ class DeviceAllocator {
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
 
+  // Raises EnvironmentError naming the request and the free memory when the device is full
+  // (after giving the cache back once).
   DeviceBuffer allocate(std::size_t bytes);
   // Returns every cached block to the driver (live buffers stay).
   void trim();
@@ -69,6 +71,7 @@ class DeviceAllocator {
  private:
   friend class DeviceBuffer;
   void release(void* ptr, std::size_t bytes);
+  void release_cache_locked();  // trim() with mutex_ held
 
   Mode mode_;
   mutable std::mutex mutex_;

@@ -67,6 +67,9 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
         report::CaseResult c = state.new_case("run");
         c.verdict = report::Verdict::error;
         c.reason = e.what();
+        // The machine, not the probe, failed (too little memory): exit 3 if nothing else did.
+        if (const auto* me = dynamic_cast<const Error*>(&e); me && me->code() == ExitCode::environment)
+          c.evidence["environment"] = true;
         if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
           c.evidence["cuda_error"] = cudaGetErrorName(ce->status());
           context_poisoned = ce->sticky();

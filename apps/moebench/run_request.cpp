@@ -152,7 +152,13 @@ int exit_code_for(const report::Report& r) {
     case report::Verdict::pass:
     case report::Verdict::inconclusive: return to_int(ExitCode::ok);
     case report::Verdict::fail: return to_int(ExitCode::check_failed);
-    case report::Verdict::error: return to_int(ExitCode::probe_error);
+    case report::Verdict::error: {
+      // Only errors of the machine (not enough device memory): the environment exit code.
+      for (const report::CaseResult& c : r.cases)
+        if (c.verdict == report::Verdict::error && !c.evidence.value("environment", false))
+          return to_int(ExitCode::probe_error);
+      return to_int(ExitCode::environment);
+    }
   }
   return to_int(ExitCode::probe_error);
 }
