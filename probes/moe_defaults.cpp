@@ -1,5 +1,8 @@
 #include "probes/moe_defaults.hpp"
 
+#include "common/cuda_check.hpp"
+#include "probes/layer_check.hpp"
+
 namespace moe {
 
 std::vector<Shape> shapes_or_default(const ProbeState& state,
@@ -53,6 +56,22 @@ EngineConfig engine_config(const ProbeState& state, const Shape& shape,
   config.layers = layers;
   config.seed = derive_seed(state.options().seed, purpose);
   return config;
+}
+
+report::Check device_usable(ProbeState& state, const Shape& shape, kernels::WeightFormat format,
+                            int m, const std::string& check_name) {
+  int sent = 0x5eed, back = 0;
+  DeviceBuffer one = state.allocator().allocate(sizeof(int));
+  MOE_CUDA_CHECK(cudaMemcpy(one.data(), &sent, sizeof(int), cudaMemcpyHostToDevice));
+  MOE_CUDA_CHECK(cudaMemcpy(&back, one.data(), sizeof(int), cudaMemcpyDeviceToHost));
+  Engine fresh(engine_config(state, shape, format, 49, 1), state.allocator(), state.device());
+  const std::uint64_t input = derive_seed(state.options().seed, 48, m);
+  fresh.set_input(m, input);
+  fresh.forward();
+  const LayerCheck k = check_layer_output(fresh.layer(0), fresh.output(0), m, input);
+  return {check_name, back == sent && k.passed,
+          std::string("round trip ") + (back == sent ? "ok" : "corrupt") + "; fresh engine: " +
+              k.detail};
 }
 
 std::uint64_t derive_seed(std::uint64_t run_seed, std::uint64_t purpose, std::uint64_t index) {

@@ -31,6 +31,11 @@ report::CaseResult moe_case(const ProbeState& state, std::string name, const Sha
 EngineConfig engine_config(const ProbeState& state, const Shape& shape,
                            kernels::WeightFormat format, std::uint64_t purpose, int layers = 0);
 
+// After a teardown that may have gone wrong: a host/device round trip, and a fresh one-layer
+// engine whose output matches the reference. Passes only if both do.
+report::Check device_usable(ProbeState& state, const Shape& shape, kernels::WeightFormat format,
+                            int m, const std::string& check_name);
+
 // A seed for one purpose (weights, an input) derived from the run's --seed, so cases differ
 // from each other but every rerun with the same --seed is identical.
 std::uint64_t derive_seed(std::uint64_t run_seed, std::uint64_t purpose, std::uint64_t index = 0);

@@ -3,7 +3,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
@@ -40,30 +39,22 @@ std::string shape_spec(const json& shape, const std::string& where,
   return file.string();
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-std::string describe(const RunRequest& r, const std::vector<std::string>& shape_labels) {
-  std::ostringstream s;
-  s << "moebench run " << join(r.probes);
-  if (!shape_labels.empty()) s << " --shape " << join(shape_labels);
-  if (!r.ms.empty()) {
-    std::vector<std::string> ms;
-    for (int m : r.ms) ms.push_back(std::to_string(m));
-    s << " --m " << join(ms);
+// The `moebench run` line a person would type for `r`: the same arguments repro passes
+// (run_arguments), with shapes by their names rather than the temporary files, and without the
+// output options, which repro decides.
+std::string describe(RunRequest r, const std::vector<std::string>& shape_labels) {
+  r.shapes = shape_labels;
+  const std::vector<std::string> args = run_arguments(r);
+  std::string line = "moebench";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o" || args[i] == "--format") {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i] == "--quiet") continue;
+    line += " " + args[i];
   }
-  if (!r.weight_formats.empty()) s << " --weight-format " << join(r.weight_formats);
-  if (!r.modes.empty()) s << " --mode " << join(r.modes);
-  s << " --seed " << r.seed << " --l2 " << r.l2 << " --min-samples " << r.min_samples
-    << " --max-noise " << r.max_noise_pct << " --min-time " << r.min_time_s << " --timeout "
-    << r.timeout_s << " --max-samples " << r.max_samples << " --warmup " << r.warmup;
-  if (r.no_kernel_timing) s << " --no-kernel-timing";
-  if (r.copy_bytes) s << " --copy-bytes " << r.copy_bytes;
-  if (!r.mutation.empty()) s << " --mutation " << r.mutation;
-  return s.str();
+  return line;
 }
 
 // ---- case files ----------------------------------------------------------------------------

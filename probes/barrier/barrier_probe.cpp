@@ -62,23 +62,14 @@ void run_barrier_probe(ProbeState& state) {
 
         // moebench's own loop, fixed length, without the stream blocker (which would hide the
         // queue) so only the barrier differs between the two loops.
-        measure::StoppingRule fixed = state.sampler().options().stopping;
-        const measure::StoppingRule saved = fixed;
-        fixed.min_samples = fixed.max_samples = kReps;
-        fixed.min_time_s = 0;
-        fixed.timeout_s = 600;
-        state.sampler().set_stopping(fixed);
-        state.sampler().set_block_during_enqueue(false);
-        report::Measurement own;
-        try {
-          own = state.sampler().measure(e.stream(), "barrier/harness", [&] { e.forward(); });
-        } catch (...) {
-          state.sampler().set_stopping(saved);
-          state.sampler().set_block_during_enqueue(true);
-          throw;
-        }
-        state.sampler().set_stopping(saved);
-        state.sampler().set_block_during_enqueue(true);
+        measure::MeasureOverrides fixed;
+        fixed.stopping = state.sampler().options().stopping;
+        fixed.stopping->min_samples = fixed.stopping->max_samples = kReps;
+        fixed.stopping->min_time_s = 0;
+        fixed.stopping->timeout_s = 600;
+        fixed.block_during_enqueue = false;
+        report::Measurement own =
+            state.sampler().measure(e.stream(), "barrier/harness", [&] { e.forward(); }, fixed);
         report::Measurement historic = historic_loop(e);
 
         const double own_ratio = median_of_last_half(own.host_time_us) / median_of_last_half(own.gpu_time_us);

@@ -18,22 +18,6 @@ namespace {
 // Long enough that everything the host does next happens while the forward is still queued.
 constexpr std::uint64_t kQueueAheadNs = 50'000'000;  // 50 ms
 
-report::Check device_usable(ProbeState& state, const Shape& shape, kernels::WeightFormat format,
-                            int m) {
-  int sent = 0x5eed, back = 0;
-  DeviceBuffer one = state.allocator().allocate(sizeof(int));
-  MOE_CUDA_CHECK(cudaMemcpy(one.data(), &sent, sizeof(int), cudaMemcpyHostToDevice));
-  MOE_CUDA_CHECK(cudaMemcpy(&back, one.data(), sizeof(int), cudaMemcpyDeviceToHost));
-  Engine fresh(engine_config(state, shape, format, 49, 1), state.allocator(), state.device());
-  const std::uint64_t input = derive_seed(state.options().seed, 48, m);
-  fresh.set_input(m, input);
-  fresh.forward();
-  const LayerCheck k = check_layer_output(fresh.layer(0), fresh.output(0), m, input);
-  return {"device_usable_after", back == sent && k.passed,
-          std::string("round trip ") + (back == sent ? "ok" : "corrupt") + "; fresh engine: " +
-              k.detail};
-}
-
 // The probe's verdict: the pending output was right and the device usable afterwards.
 void conclude(report::CaseResult& c, const LayerCheck& inflight, report::Check usable) {
   c.checks.push_back(inflight.as_check("inflight_output_matches_reference"));
@@ -81,7 +65,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
           }
           conclude(c, check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
                                    input_seed, nullptr),
-                   device_usable(state, shape, format, m));
+                   device_usable(state, shape, format, m, "device_usable_after"));
           if (c.reason.empty()) c.reason = "the layer waited for its in-flight forward";
           state.add_case(std::move(c));
         }
@@ -113,7 +97,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
           MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the dropped engine's stream is gone
           conclude(c, check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
                                    input_seed, nullptr),
-                   device_usable(state, shape, format, m));
+                   device_usable(state, shape, format, m, "device_usable_after"));
           if (c.reason.empty()) c.reason = "the engine waited for its in-flight step";
           state.add_case(std::move(c));
         }

@@ -25,16 +25,10 @@ void run_host_nonblocking_probe(ProbeState& state) {
         c.checks.push_back(check_layer_output(e.layer(0), e.output(0), m, input_seed, 4)
                                .as_check("output_matches_reference"));
         // No stream blocker: a forward that blocks the host would wait on it forever.
-        state.sampler().set_block_during_enqueue(false);
-        report::Measurement meas;
-        try {
-          meas = state.sampler().measure(e.stream(), "host-nonblocking/" + shape.name,
-                                         [&] { e.forward(); });
-        } catch (...) {
-          state.sampler().set_block_during_enqueue(true);
-          throw;
-        }
-        state.sampler().set_block_during_enqueue(true);
+        measure::MeasureOverrides unblocked;
+        unblocked.block_during_enqueue = false;
+        report::Measurement meas = state.sampler().measure(
+            e.stream(), "host-nonblocking/" + shape.name, [&] { e.forward(); }, unblocked);
         const double gpu = meas.gpu_time().median, host = meas.host_time().median;
         const double ratio = host / gpu;
         c.metrics["gpu_us"] = {gpu, "us"};

@@ -58,7 +58,11 @@ void Sampler::barrier(Stream& stream) {
 }
 
 report::Measurement Sampler::measure(Stream& stream, const std::string& label,
-                                     const std::function<void()>& enqueue) {
+                                     const std::function<void()>& enqueue,
+                                     const MeasureOverrides& overrides) {
+  const StoppingRule& rule = overrides.stopping ? *overrides.stopping : options_.stopping;
+  rule.validate();
+  const bool block = overrides.block_during_enqueue.value_or(options_.block_during_enqueue);
   NvtxRange range(label);
   report::Measurement m;
   m.l2_mode = to_string(options_.l2);
@@ -88,7 +92,6 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
     auto s = std::make_unique<PendingSample>();
     {
       NvtxRange sample_range(label + "/sample");
-      const bool block = options_.block_during_enqueue;
       if (block) blocker_->block(stream.handle());
       // Start the host clock irrespective of the blocked stream: it measures the enqueue alone.
       const auto t0 = Clock::now();
@@ -99,7 +102,7 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
       if (block) blocker_->release();
     }
     barrier(stream);  // a real barrier: the next sample starts on an idle GPU
-    if (options_.block_during_enqueue && blocker_->timed_out())
+    if (block && blocker_->timed_out())
       throw Error(ExitCode::probe_error,
                   label + ": the enqueue took longer than the stream blocker's 10 s timeout");
     if (activity_) s->kernels = activity_->end_window();
@@ -111,12 +114,12 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
     reasons.insert(why.begin(), why.end());
     read_ready(*s);
     pending.push_back(std::move(s));
-    if (auto stop = should_stop(options_.stopping, gpu_s, micros(Clock::now() - began) * 1e-6)) {
+    if (auto stop = should_stop(rule, gpu_s, micros(Clock::now() - began) * 1e-6)) {
       m.stop_reason = to_string(*stop);
       break;
     }
     // Under the no-op barrier nothing completes until the queue blocks; cap the loop anyway.
-    if (pending.size() >= options_.stopping.max_samples) {
+    if (pending.size() >= rule.max_samples) {
       m.stop_reason = to_string(StopReason::max_samples);
       break;
     }

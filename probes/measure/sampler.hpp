@@ -1,6 +1,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/device.hpp"
@@ -27,6 +28,14 @@ struct MeasureOptions {
   bool block_during_enqueue = true;  // hold the stream while enqueueing (see StreamBlocker)
 };
 
+// What one measurement may change from the run's options: a probe that needs an exact sample
+// count, or no stream blocker (its work may block the host inside the enqueue, and a blocked
+// stream would then deadlock with it). Everything else stays the run's.
+struct MeasureOverrides {
+  std::optional<StoppingRule> stopping;
+  std::optional<bool> block_during_enqueue;
+};
+
 // The timing loop of brief section 5, shared by every probe. One per run: it owns the L2
 // flush buffer, the CUPTI recorder and the clock reader.
 class Sampler {
@@ -37,18 +46,14 @@ class Sampler {
   // Times `enqueue`, which must only enqueue work on `stream`, until the stopping rule ends
   // sampling. `label` names the NVTX range of the whole measurement.
   report::Measurement measure(Stream& stream, const std::string& label,
-                              const std::function<void()>& enqueue);
+                              const std::function<void()>& enqueue,
+                              const MeasureOverrides& overrides = {});
 
   // The barrier between samples: always the real drain, except under the mutation that
   // restores the historic no-op barrier (probe `barrier` proves it matters).
   void barrier(Stream& stream);
 
   const MeasureOptions& options() const { return options_; }
-  // Overrides the stopping rule (a probe that needs an exact sample count).
-  void set_stopping(const StoppingRule& rule) { options_.stopping = rule; }
-  // Probes whose work may block the host inside the enqueue (host-nonblocking, barrier)
-  // measure without the stream blocker: a blocked stream would deadlock with a blocking host.
-  void set_block_during_enqueue(bool on) { options_.block_during_enqueue = on; }
 
  private:
   MeasureOptions options_;
