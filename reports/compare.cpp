@@ -239,6 +239,15 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
                                  " of " + std::to_string(m->samples()) +
                                  " samples ran with the clocks throttled");
       }
+      const bool host = std::find(options.metrics.begin(), options.metrics.end(),
+                                  ComparedMetric::host_time) != options.metrics.end();
+      if (host && bm.host_time_includes_cupti() != hm.host_time_includes_cupti())
+        out.warnings.push_back(
+            "case " + c.key() + " [" + name + "]: host enqueue time of " +
+            (bm.host_time_includes_cupti() ? "base" : "head") +
+            " was measured with CUPTI recording (a report from before the host pass), of " +
+            (bm.host_time_includes_cupti() ? "head" : "base") +
+            " without: the host comparison mixes two methods");
       for (ComparedMetric metric : options.metrics) {
         std::vector<double> bs = metric_series(*b->second, name, metric);
         std::vector<double> hs = metric_series(c, name, metric);

@@ -44,6 +44,7 @@ constexpr Field kFields[] = {
     {"max noise", "options", "/max_noise", false},
     {"min time (s)", "options", "/min_time_s", false},
     {"timeout (s)", "options", "/timeout_s", false},
+    {"host pass samples", "options", "/host_samples", false},
     {"seed", "options", "/seed", false},
     {"copy buffer bytes", "options", "/copy_bytes", false},
     {"mutation", "options", "/mutation", false},

@@ -42,12 +42,17 @@ int severity(Verdict v) {
 
 Stats Measurement::gpu_time() const { return summarize(gpu_time_us); }
 Stats Measurement::host_time() const { return summarize(host_time_us); }
+Stats Measurement::host_time_with_cupti() const { return summarize(host_time_with_cupti_us); }
 Stats Measurement::kernel_time() const { return summarize(kernel_time_us); }
 
 std::size_t Measurement::throttled_samples() const {
   std::size_t n = 0;
   for (bool t : throttled) n += t;
   return n;
+}
+
+const std::vector<double>& Measurement::main_loop_host_time_us() const {
+  return host_time_with_cupti_us.empty() ? host_time_us : host_time_with_cupti_us;
 }
 
 std::string CaseResult::key() const {
@@ -123,12 +128,21 @@ void to_json(json& j, const Measurement& m) {
     j["launch_gap_us"] = summarize(gap);
   }
   if (!m.sm_clock_mhz.empty()) j["sm_clock_mhz"] = summarize(m.sm_clock_mhz);
+  // Optional (absent before the host pass and without kernel timing), so older readers and
+  // older reports both keep working.
+  if (!m.host_time_with_cupti_us.empty()) {
+    j["host_time_with_cupti_us"] = m.host_time_with_cupti();
+    j["raw"]["host_time_with_cupti_us"] = m.host_time_with_cupti_us;
+  }
 }
 
 void from_json(const json& j, Measurement& m) {
   const json& raw = j.at("raw");
   raw.at("gpu_time_us").get_to(m.gpu_time_us);
   raw.at("host_time_us").get_to(m.host_time_us);
+  m.host_time_with_cupti_us.clear();
+  if (raw.contains("host_time_with_cupti_us"))
+    raw.at("host_time_with_cupti_us").get_to(m.host_time_with_cupti_us);
   raw.at("kernel_time_us").get_to(m.kernel_time_us);
   raw.at("kernel_count").get_to(m.kernel_count);
   raw.at("sm_clock_mhz").get_to(m.sm_clock_mhz);

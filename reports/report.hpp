@@ -24,7 +24,10 @@ int severity(Verdict v);
 // One timed configuration: per-sample series and their summaries (brief section 5).
 struct Measurement {
   std::vector<double> gpu_time_us;     // event to event around the enqueue
-  std::vector<double> host_time_us;    // host clock around the enqueue (enqueue cost)
+  std::vector<double> host_time_us;    // host clock around the enqueue, CUPTI not recording
+  // The same clock in the kernel-timed samples (CUPTI recording), index-aligned with
+  // gpu_time_us; empty without kernel timing, and in reports written before the host pass.
+  std::vector<double> host_time_with_cupti_us;
   std::vector<double> kernel_time_us;  // CUPTI: sum of kernel durations in the window
   std::vector<double> kernel_count;    // CUPTI: kernels in the window
   std::vector<double> sm_clock_mhz;    // SM clock read after each sample (0 = unknown)
@@ -37,9 +40,15 @@ struct Measurement {
 
   Stats gpu_time() const;
   Stats host_time() const;
+  Stats host_time_with_cupti() const;
   Stats kernel_time() const;
   std::size_t samples() const { return gpu_time_us.size(); }
   std::size_t throttled_samples() const;
+  // The host times of the samples gpu_time_us came from, index-aligned with it.
+  const std::vector<double>& main_loop_host_time_us() const;
+  // Whether host_time_us paid CUPTI's per-launch cost: kernel-timed reports from before the
+  // host pass, which have no host_time_with_cupti_us.
+  bool host_time_includes_cupti() const { return kernel_timing && host_time_with_cupti_us.empty(); }
 };
 
 struct Metric {

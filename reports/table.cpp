@@ -59,7 +59,7 @@ std::string render_table(const Report& report) {
     if (it != c.measurements.end()) {
       const Stats g = it->second.gpu_time();
       gpu = fmt(g.median);
-      host = fmt(it->second.host_time().median);
+      if (!it->second.host_time_us.empty()) host = fmt(it->second.host_time().median);
       if (it->second.kernel_timing) kern = fmt(it->second.kernel_time().median);
       n = std::to_string(g.count);
       noise = fmt(100 * g.rsd, 2);

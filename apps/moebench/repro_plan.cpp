@@ -201,6 +201,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   o.read("min_time_s", common.min_time_s);
   o.read("timeout_s", common.timeout_s);
   o.read("max_samples", common.max_samples);
+  o.read("host_samples", common.host_samples);
   o.read("seed", common.seed);
   o.read("copy_bytes", common.copy_bytes);
   std::string run_mutation;

@@ -91,6 +91,11 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--max-samples", r.max_samples, "Stop rule: at most this many samples")
       ->check(whole_number())
       ->capture_default_str();
+  run.add_option("--host-samples", r.host_samples,
+                 "Host pass (with kernel timing): at most this many samples, never more than "
+                 "the main loop took, time the enqueue with CUPTI off")
+      ->check(whole_number())
+      ->capture_default_str();
   run.add_option("--warmup", r.warmup, "Untimed runs before sampling")->capture_default_str();
   run.add_flag("--no-kernel-timing", r.no_kernel_timing,
                "Skip CUPTI kernel timing (kernel time and count)");

@@ -107,6 +107,10 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   o.measure.stopping.timeout_s = r.timeout_s;
   o.measure.stopping.max_samples = r.max_samples;
   o.measure.stopping.validate();
+  if (r.host_samples < 1 || r.host_samples > 1000000)
+    throw UsageError("--host-samples " + std::to_string(r.host_samples) +
+                     " is out of range: 1..1000000");
+  o.measure.host_samples = r.host_samples;
   o.device = r.device;
   o.seed = r.seed;
   o.copy_bytes = r.copy_bytes;
@@ -138,6 +142,7 @@ nlohmann::json options_json(const RunOptions& o) {
           {"min_time_s", o.measure.stopping.min_time_s},
           {"timeout_s", o.measure.stopping.timeout_s},
           {"max_samples", o.measure.stopping.max_samples},
+          {"host_samples", o.measure.host_samples},
           {"device", o.device},
           {"seed", o.seed},
           {"copy_bytes", o.copy_bytes},
@@ -187,7 +192,8 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   a.insert(a.end(), {"--l2", r.l2, "-o", r.output, "--format", r.format,
                      "--min-samples", num(r.min_samples), "--max-noise", num(r.max_noise_pct),
                      "--min-time", num(r.min_time_s), "--timeout", num(r.timeout_s),
-                     "--max-samples", num(r.max_samples), "--warmup", num(r.warmup),
+                     "--max-samples", num(r.max_samples), "--host-samples", num(r.host_samples),
+                     "--warmup", num(r.warmup),
                      "--device", num(r.device), "--seed", num(r.seed),
                      "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
                      "--engines", num(r.engines)});

@@ -26,6 +26,7 @@ struct RunRequest {
   double min_time_s = 0.5;
   double timeout_s = 15;
   std::size_t max_samples = 5000;
+  std::size_t host_samples = 100;
   int warmup = 1;
   bool no_kernel_timing = false;
   int device = 0;

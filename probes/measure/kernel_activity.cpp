@@ -68,6 +68,7 @@ KernelActivity::~KernelActivity() {
 }
 
 void KernelActivity::begin_window() {
+  resume();
   check_cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   std::lock_guard lock(mutex_);
   current_ = Window{};
@@ -79,6 +80,18 @@ KernelActivity::Window KernelActivity::end_window() {
   std::lock_guard lock(mutex_);
   collecting_ = false;
   return current_;
+}
+
+void KernelActivity::pause() {
+  if (paused_) return;
+  check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable");
+  paused_ = true;
+}
+
+void KernelActivity::resume() {
+  if (!paused_) return;
+  check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
+  paused_ = false;
 }
 
 void KernelActivity::consume(std::uint8_t* buffer, std::size_t valid_size) {

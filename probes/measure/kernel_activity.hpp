@@ -26,6 +26,13 @@ class KernelActivity {
   // Call with the stream drained: forces CUPTI to hand over every record since begin_window.
   Window end_window();
 
+  // Stops recording until resume() or the next begin_window(): CUPTI then adds nothing to a
+  // launch, which is what the sampler's host pass needs to time the enqueue alone. Call with
+  // the stream drained. begin_window() resumes too, so a host pass cut short by an error
+  // cannot leave later measurements without kernel records.
+  void pause();
+  void resume();
+
  private:
   friend struct CuptiCallbacks;
   void consume(std::uint8_t* buffer, std::size_t valid_size);
@@ -33,6 +40,7 @@ class KernelActivity {
   std::mutex mutex_;
   Window current_;
   bool collecting_ = false;
+  bool paused_ = false;  // only the sampling thread reads or writes it
 };
 
 }  // namespace moe::measure

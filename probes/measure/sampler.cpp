@@ -1,5 +1,6 @@
 #include "probes/measure/sampler.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -22,19 +23,21 @@ std::string pci_bus_id(int device) {
   MOE_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));
   return id;
 }
+}  // namespace
 
 // One sample whose GPU time may not be readable yet (only under the no-op barrier mutation).
-struct PendingSample {
+struct Sampler::Sample {
   CudaEvent start, stop;
   double host_us = 0;
   KernelActivity::Window kernels;
   bool read = false;
 };
-}  // namespace
 
 Sampler::Sampler(const Device& device, DeviceAllocator& allocator, const MeasureOptions& options)
     : options_(options), clocks_(std::make_unique<GpuClocks>(pci_bus_id(device.index))) {
   options_.stopping.validate();
+  if (options_.host_samples == 0)
+    throw UsageError("host samples must be at least 1 (the host pass times the enqueue)");
   if (options_.l2 == L2Mode::cold) flusher_ = std::make_unique<L2Flusher>(device, allocator);
   if (options_.kernel_timing) {
     // CUPTI takes one subscriber per process: under Nsight or compute-sanitizer it is taken.
@@ -57,6 +60,55 @@ void Sampler::barrier(Stream& stream) {
     stream.drain();
 }
 
+void Sampler::take_sample(Stream& stream, const std::string& label, const char* range,
+                          const std::function<void()>& enqueue, bool block, bool kernels,
+                          Sample& s) {
+  if (flusher_) flusher_->flush(stream.handle());
+  barrier(stream);  // nothing from before (flush, last sample) may overlap the window
+  if (kernels) activity_->begin_window();
+  {
+    NvtxRange sample_range(label + range);
+    if (block) blocker_->block(stream.handle());
+    // Start the host clock irrespective of the blocked stream: it measures the enqueue alone.
+    const auto t0 = Clock::now();
+    s.start.record(stream.handle());
+    enqueue();
+    s.stop.record(stream.handle());
+    s.host_us = micros(Clock::now() - t0);
+    if (block) blocker_->release();
+  }
+  barrier(stream);  // a real barrier: the next sample starts on an idle GPU
+  if (block && blocker_->timed_out())
+    throw Error(ExitCode::probe_error,
+                label + ": the enqueue took longer than the stream blocker's 10 s timeout");
+  if (kernels) s.kernels = activity_->end_window();
+}
+
+// CUPTI's activity API adds host work to every launch while it records, so the host times of
+// the kernel-timed samples overstate the enqueue cost. A separate pass rather than alternate
+// samples: switching CUPTI is a driver call and may make the next launch pay a one-time cost,
+// which alternation would put in every other sample; one switch per measurement keeps the
+// main loop, its stopping rule and its GPU and kernel series exactly as before. The host clock
+// times the enqueue alone, so its samples need not interleave with the GPU's.
+std::vector<double> Sampler::host_pass(Stream& stream, const std::string& label,
+                                       const std::function<void()>& enqueue, bool block,
+                                       std::size_t samples) {
+  activity_->pause();
+  // Untimed, like the main loop's warm-up, in case the first launches after the switch pay
+  // for it.
+  for (int i = 0; i < options_.warmup; ++i) enqueue();
+  stream.drain();
+  std::vector<double> host_us;
+  Sample s;
+  for (std::size_t i = 0; i < samples; ++i) {
+    take_sample(stream, label, "/host-sample", enqueue, block, false, s);
+    host_us.push_back(s.host_us);
+  }
+  stream.drain();  // the pass's events complete before they are reused or destroyed
+  activity_->resume();
+  return host_us;
+}
+
 report::Measurement Sampler::measure(Stream& stream, const std::string& label,
                                      const std::function<void()>& enqueue,
                                      const MeasureOverrides& overrides) {
@@ -71,12 +123,12 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   for (int i = 0; i < options_.warmup; ++i) enqueue();
   stream.drain();
 
-  std::vector<std::unique_ptr<PendingSample>> pending;
+  std::vector<std::unique_ptr<Sample>> pending;
   std::vector<double> gpu_s;  // samples whose events completed, for the stopping rule
   std::set<std::string> reasons;
   const auto began = Clock::now();
 
-  auto read_ready = [&](PendingSample& s) {
+  auto read_ready = [&](Sample& s) {
     if (s.read || cudaEventQuery(s.stop.handle()) != cudaSuccess) {
       (void)cudaGetLastError();  // cudaErrorNotReady is not an error here
       return;
@@ -86,26 +138,8 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   };
 
   for (;;) {
-    if (flusher_) flusher_->flush(stream.handle());
-    barrier(stream);  // nothing from before (flush, last sample) may overlap the window
-    if (activity_) activity_->begin_window();
-    auto s = std::make_unique<PendingSample>();
-    {
-      NvtxRange sample_range(label + "/sample");
-      if (block) blocker_->block(stream.handle());
-      // Start the host clock irrespective of the blocked stream: it measures the enqueue alone.
-      const auto t0 = Clock::now();
-      s->start.record(stream.handle());
-      enqueue();
-      s->stop.record(stream.handle());
-      s->host_us = micros(Clock::now() - t0);
-      if (block) blocker_->release();
-    }
-    barrier(stream);  // a real barrier: the next sample starts on an idle GPU
-    if (block && blocker_->timed_out())
-      throw Error(ExitCode::probe_error,
-                  label + ": the enqueue took longer than the stream blocker's 10 s timeout");
-    if (activity_) s->kernels = activity_->end_window();
+    auto s = std::make_unique<Sample>();
+    take_sample(stream, label, "/sample", enqueue, block, activity_ != nullptr, *s);
     // The clock is read after every sample; a throttled sample is flagged, not dropped.
     const auto sm = clocks_->sm_clock_mhz();
     const auto why = clocks_->throttle_reasons();
@@ -129,13 +163,18 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   for (auto& s : pending) {
     const double gpu_us = s->stop.elapsed_ms_since(s->start) * 1e3;
     m.gpu_time_us.push_back(gpu_us);
-    m.host_time_us.push_back(s->host_us);
     if (activity_) {
+      m.host_time_with_cupti_us.push_back(s->host_us);
       m.kernel_time_us.push_back(s->kernels.kernel_time_us);
       m.kernel_count.push_back(static_cast<double>(s->kernels.kernel_count));
+    } else {
+      m.host_time_us.push_back(s->host_us);  // CUPTI was off: these are clean already
     }
     m.total_gpu_time_s += gpu_us * 1e-6;
   }
+  if (activity_)
+    m.host_time_us = host_pass(stream, label, enqueue, block,
+                               std::min(options_.host_samples, pending.size()));
   m.throttle_reasons.assign(reasons.begin(), reasons.end());
   return m;
 }

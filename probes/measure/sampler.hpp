@@ -26,6 +26,11 @@ struct MeasureOptions {
   bool kernel_timing = true;  // CUPTI kernel time and count per sample
   int warmup = 1;             // untimed runs first: module load, lazy init, first-touch
   bool block_during_enqueue = true;  // hold the stream while enqueueing (see StreamBlocker)
+  // Host pass, with kernel timing only: after the main loop, up to this many samples with
+  // CUPTI off give the host enqueue time (never more than the main loop took, so a
+  // measurement takes at most about twice as long). 100 pins a median and p10/p90 of a
+  // jittery host clock without making short GPU samples pay for a long pass.
+  std::size_t host_samples = 100;
 };
 
 // What one measurement may change from the run's options: a probe that needs an exact sample
@@ -56,6 +61,16 @@ class Sampler {
   const MeasureOptions& options() const { return options_; }
 
  private:
+  struct Sample;
+  // One sample of brief section 5, the same in the main loop and the host pass; `range` names
+  // its NVTX range after `label`. `kernels`: take the CUPTI records of its window.
+  void take_sample(Stream& stream, const std::string& label, const char* range,
+                   const std::function<void()>& enqueue, bool block, bool kernels, Sample& s);
+  // Host enqueue times of `samples` more samples with CUPTI not recording.
+  std::vector<double> host_pass(Stream& stream, const std::string& label,
+                                const std::function<void()>& enqueue, bool block,
+                                std::size_t samples);
+
   MeasureOptions options_;
   std::unique_ptr<L2Flusher> flusher_;
   std::unique_ptr<KernelActivity> activity_;

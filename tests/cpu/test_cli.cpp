@@ -72,6 +72,8 @@ TEST_CASE("bad values are refused with exit 2 before any device is touched") {
       {"run copy --max-noise 0", "--max-noise"},
       {"run copy --timeout -1", "--timeout"},
       {"run copy --warmup abc", "--warmup 'abc' is not valid: Untimed runs"},
+      {"run copy --host-samples 0", "--host-samples 0 is out of range: 1..1000000"},
+      {"run copy --host-samples -1", "--host-samples"},
       {"run copy --seed -1", "--seed"},
       {"run copy --copy-bytes 5", "--copy-bytes 5 is out of range"},
       {"run copy --format yaml", "valid: table, json"},

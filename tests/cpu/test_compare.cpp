@@ -158,6 +158,33 @@ TEST_CASE("recorded reports: two runs of the same build compare SAME everywhere"
   for (const EnvironmentDifference& d : c.environment) CHECK(d.expected);
 }
 
+TEST_CASE("host enqueue times of two methods (before and after the host pass) are warned about") {
+  const Report base = load_report(report("h200-base.json"));  // from before the host pass
+  Report head = base;
+  for (CaseResult& c : head.cases)
+    for (auto& [name, m] : c.measurements) {
+      m.host_time_with_cupti_us = m.host_time_us;  // what the main loop saw, CUPTI on
+      for (double& t : m.host_time_us) t *= 0.5;   // the host pass, CUPTI off
+    }
+  auto mixed_warnings = [](const Comparison& c) {
+    std::size_t n = 0;
+    for (const std::string& w : c.warnings)
+      n += w.find("host enqueue time of base was measured with CUPTI recording") !=
+           std::string::npos;
+    return n;
+  };
+  CompareOptions host;
+  host.metrics = {ComparedMetric::gpu_time, ComparedMetric::host_time};
+  const Comparison with_host = compare_reports(base, head, host);
+  CHECK(mixed_warnings(with_host) == base.cases.size());
+  // GPU time alone is the same method on both sides: no warning, and still SAME.
+  const Comparison gpu_only = compare_reports(base, head, {});
+  CHECK(mixed_warnings(gpu_only) == 0);
+  CHECK(gpu_only.count(Change::same) == base.cases.size());
+  // Two reports after the host pass: one method, no warning.
+  CHECK(mixed_warnings(compare_reports(head, head, host)) == 0);
+}
+
 TEST_CASE("recorded reports: a planted 5% slowdown is SLOWER and only that case") {
   const Report base = load_report(report("h200-base.json"));
   const Report head = load_report(report("h200-slower-5pct.json"));

@@ -28,7 +28,8 @@ CaseResult sample_case(int m) {
   c.metrics["gbps"] = {1234.5, "GB/s"};
   Measurement meas;
   meas.gpu_time_us = {10.5, 10.25, 10.75};
-  meas.host_time_us = {3, 3.5, 4};
+  meas.host_time_us = {2, 2.25, 2.5, 2.75};  // the host pass: CUPTI off, its own count
+  meas.host_time_with_cupti_us = {3, 3.5, 4};
   meas.kernel_time_us = {9, 9.25, 9.5};
   meas.kernel_count = {4, 4, 4};
   meas.sm_clock_mhz = {1980, 1980, 1965};
@@ -98,6 +99,52 @@ TEST_CASE("the report JSON carries the schema's top-level and per-case fields") 
     CHECK_MESSAGE(m.at("gpu_time_us").contains(key), key);
   CHECK(m.at("gpu_time_us").at("median") == doctest::Approx(10.5));
   CHECK(m.at("launch_gap_us").at("median") == doctest::Approx(1.25));
+}
+
+TEST_CASE("host enqueue time: CUPTI-free host pass and CUPTI-on main loop both round-trip") {
+  const json j = sample_case(1);
+  const json& m = j.at("measurements").at("main");
+  CHECK(m.at("host_time_us").at("median") == doctest::Approx(2.375));
+  CHECK(m.at("host_time_us").at("count") == 4);
+  CHECK(m.at("host_time_with_cupti_us").at("median") == doctest::Approx(3.5));
+  CHECK(m.at("raw").at("host_time_with_cupti_us") == json{3, 3.5, 4});
+  const Measurement back = j.get<CaseResult>().measurements.at("main");
+  CHECK(back.host_time_us == std::vector<double>{2, 2.25, 2.5, 2.75});
+  CHECK(back.host_time_with_cupti_us == std::vector<double>{3, 3.5, 4});
+  CHECK_FALSE(back.host_time_includes_cupti());
+  // The host times that pair with gpu_time_us sample by sample are the main loop's.
+  CHECK(back.main_loop_host_time_us() == back.host_time_with_cupti_us);
+  CHECK(back.main_loop_host_time_us().size() == back.gpu_time_us.size());
+}
+
+TEST_CASE("host enqueue time: without kernel timing the field is absent, not empty") {
+  CaseResult c = sample_case(1);
+  Measurement& m = c.measurements.at("main");
+  m.kernel_timing = false;
+  m.kernel_time_us.clear();
+  m.kernel_count.clear();
+  m.host_time_with_cupti_us.clear();
+  m.host_time_us = {3, 3.5, 4};
+  const json j = c;
+  const json& jm = j.at("measurements").at("main");
+  CHECK_FALSE(jm.contains("host_time_with_cupti_us"));
+  CHECK_FALSE(jm.at("raw").contains("host_time_with_cupti_us"));
+  const Measurement back = j.get<CaseResult>().measurements.at("main");
+  CHECK_FALSE(back.host_time_includes_cupti());
+  CHECK(back.main_loop_host_time_us() == std::vector<double>{3, 3.5, 4});
+  CHECK(json(back) == jm);
+}
+
+TEST_CASE("host enqueue time: a report from before the host pass still loads") {
+  // Recorded reports (tests/data/reports) predate the host pass: kernel-timed, one host series.
+  const Report old = load_report(std::string(MOEBENCH_TEST_DATA_DIR) + "/reports/h200-base.json");
+  REQUIRE(!old.cases.empty());
+  const Measurement& m = old.cases.back().measurements.at("main");
+  CHECK(m.kernel_timing);
+  CHECK(m.host_time_with_cupti_us.empty());
+  CHECK(m.host_time_includes_cupti());  // its host_time_us was measured with CUPTI on
+  CHECK(m.main_loop_host_time_us().size() == m.gpu_time_us.size());
+  CHECK_FALSE(json(m).contains("host_time_with_cupti_us"));
 }
 
 TEST_CASE("verdicts: the overall verdict is the worst case, and checks decide a case") {

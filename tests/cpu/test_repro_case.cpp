@@ -172,6 +172,14 @@ TEST_CASE("moebench repro --dry-run: a report reruns its probes, options and mut
   CHECK(r.err.find("--shape deepseek-v2-lite") != std::string::npos);
   CHECK(r.err.find("--m 1,8") != std::string::npos);
   CHECK(r.err.find("--copy-bytes 1073741824") != std::string::npos);
+  // A report from before the host pass records no host_samples: the default reruns it.
+  CHECK(r.err.find("--host-samples 100") != std::string::npos);
+  json recorded = json::parse(moe::test::read_text(data_file("reports/h200-copy-mutations.json")));
+  recorded["options"]["host_samples"] = 7;
+  const auto dir = moe::test::scratch_dir("repro-host-samples");
+  const auto h = moebench("repro", write(dir, "report.json", recorded), "--dry-run");
+  REQUIRE(h.exit_code == 0);
+  CHECK(h.err.find("--host-samples 7") != std::string::npos);
   // Every recorded case and its verdict is expected back.
   CHECK(r.out.find("copy/read/mode=read") != std::string::npos);
   CHECK(r.out.find("copy/memcpy/mode=memcpy/mutation=noop-timing-barrier") != std::string::npos);
