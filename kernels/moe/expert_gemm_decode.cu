@@ -1,23 +1,24 @@
 // Stages 2 and 3 for small M (the decode path): SIMT kernels that stream each active expert's
-// weights once per chunk of 8 of its tokens.
+// weights once per chunk of kTokens of its tokens, with every warp its own software pipeline.
 //
-// Work split: block b serves active expert b / blocks_per_expert and a slice of its output
-// rows; a grid of resident blocks (every SM, as many as fit) walks these items, so every SM
-// streams some expert's rows even when only a handful of experts is active, and no block pays
-// a launch per item. The host does not know how many experts are active (routing stays on the
-// device): the route stage pads the active list with -1 and blocks stop at the first -1 item.
-// Each warp owns kRows weight rows; per K segment each lane issues all its 16-byte weight
-// loads before using any (16 in flight per lane), and before the activations are staged. The
-// expert's tokens (or pair rows of h) are staged in shared memory per K segment and shared by
-// all warps of the block.
-// The down kernel can be launched with programmatic dependent launch (set_programmatic_launch):
-// it then fetches its first weights while gate_up is still finishing, and waits for h.
+// Work: a unit is two weight rows of one expert that share their inputs (gate_up: gate row c
+// and up row I + c, one h column; down: output rows 2j and 2j + 1). Units are dealt to the
+// warps of a resident grid round-robin (unit u to warp u mod warps), so every warp streams
+// about the same bytes whatever the number of active experts, and a warp needs no barrier
+// with any other: the time of an item is no longer a serial chain per block (v2 in
+// docs/kernel-notes.md measured that chain at 35% of the read ceiling).
 //
-// Measured on an H200 (bench in tests/gpu/test_moe_kernels.cu): this version reaches 35-70% of
-// the read ceiling at M=1 (bf16); the time per item is dominated by the serial chain (expert
-// id -> weights -> staging barrier -> math -> reduction), so the next step is software
-// pipelining the weight loads of item i+1 under the math of item i. A variant with per-warp
-// items and no shared-memory staging (activations read through L1) measured 5-30% slower.
+// Pipeline: a piece is a unit's two rows over one K segment for one chunk of tokens. Each
+// warp keeps kDepth pieces of weights in flight in registers (a ring with compile-time slots):
+// it consumes the oldest and at once issues the load of the piece kDepth ahead, so the loads
+// of the next pieces (possibly of another expert) are in flight while it computes.
+//
+// Order: the shared experts come first. They are active for every token whatever the router
+// says, so gate_up streams them before it waits for the route kernel (under programmatic
+// dependent launch that overlaps routing); the routed experts follow once the route kernel's
+// active list is visible. A block then copies the active experts' weight pointers and pair
+// ranges into shared memory once, so the issue of a piece costs no dependent global load.
+// Activations (x rows, h rows) are read through L1: a token's row is shared by every warp.
 #include <algorithm>
 #include <string>
 
@@ -33,20 +34,33 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTokenChunk = 8;  // tokens sharing one pass over the weights
-constexpr int kSegment = 2048;  // K elements staged per step (32 KB of activations)
+constexpr int kMaxEntries = 1024;        // experts + shared (validated by the route stage)
+constexpr int kSmemTokens = 4096;        // pair -> token map kept in shared memory up to here
 
 template <WeightFormat F>
 struct DecodeTraits;
 template <>
 struct DecodeTraits<WeightFormat::bf16> {
-  static constexpr int kRows = 2;         // weight rows per warp
-  static constexpr int kElemsPerVec = 8;  // bf16 per 16-byte load
+  static constexpr int kElemsPerVec = 8;   // bf16 per 16-byte load
 };
 template <>
 struct DecodeTraits<WeightFormat::int4> {
-  static constexpr int kRows = 4;
   static constexpr int kElemsPerVec = 32;  // int4 codes per 16-byte load
+};
+
+// Piece shapes: 16-byte loads per lane per row (kVecs) and pieces in flight per warp
+// (kDepth), bounded by 128 registers a thread (two blocks of 8 warps per SM). Measured on an
+// H200 (deepseek-v2-lite M=1): 4 x 2 beat 2 x 3 for bf16 (gate_up 49 vs 55 us), 2 x 3 beat
+// 1 x 4 for int4 (111 vs 122 us): per-piece overhead matters more than one piece in flight.
+template <WeightFormat F>
+struct PieceShape;
+template <>
+struct PieceShape<WeightFormat::bf16> {
+  static constexpr int kVecs = 4, kDepth = 2;
+};
+template <>
+struct PieceShape<WeightFormat::int4> {
+  static constexpr int kVecs = 2, kDepth = 3;
 };
 
 struct DecodeParams {
@@ -54,15 +68,30 @@ struct DecodeParams {
   const void* const* scales;   // per expert (int4)
   const __nv_bfloat16* input;  // gate_up: x [m, H]; down: h [pairs, I] in sorted order
   int k_len;                   // reduction length: H for gate_up, I for down
-  int out_rows;                // output columns: I for gate_up (row pairs), H for down
-  int slots;
-  int total_experts;
-  int items_per_expert;
+  int out_rows;                // gate_up: I (h columns); down: H
+  int units;                   // units per expert: I for gate_up, H / 2 for down
+  int m, top_k, slots;
+  int experts, shared;
+  const int* num_active;
+  const int* active;  // routed ascending, then shared
   const int* offsets;
-  const int* active;  // padded with -1
   const int* sorted_pairs;
   __nv_bfloat16* h_out;  // gate_up
   float* down_out;       // down
+};
+
+// An active expert as the pipeline sees it; entries 0 .. S-1 are the shared experts.
+struct Entry {
+  const uint4* weights;
+  const std::uint16_t* scales;
+  int first_pair;  // position of its first pair in sorted order
+  int pairs;
+};
+
+struct BlockTables {
+  Entry entries[kMaxEntries];
+  int token_of_pair[kSmemTokens];
+  int num_entries;
 };
 
 // float(q) for nibble n = q + 8: exact, two integer ops and one add.
@@ -70,178 +99,306 @@ __device__ __forceinline__ float nibble_to_float(std::uint32_t word, int j) {
   return __uint_as_float(0x4B000000u | ((word >> (4 * j)) & 0xFu)) - 8388616.0f;
 }
 
-template <WeightFormat F, bool kGateUp>
-__global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
+// Where a piece is: active entry, row pair, token chunk, K segment. Kept incrementally (no
+// division per piece: at a few hundred instructions per 2 KB piece the kernel is issue
+// bound). The walk is the same on every lane, so control flow stays uniform in the warp.
+struct PieceCursor {
+  int entry;          // -1: past the warp's last piece
+  int pair_row;       // unit within the entry: h column (gate_up) or output row pair (down)
+  int chunk_segment;  // token chunk << 16 | K segment
+  __device__ bool valid() const { return entry >= 0; }
+  __device__ int chunk() const { return chunk_segment >> 16; }
+  __device__ int segment() const { return chunk_segment & 0xFFFF; }
+};
+
+// kTokens: tokens sharing one pass over a unit's weights, a compile-time bound picked from M
+// at launch (1, 2, 4 or 8): the consume loop is unrolled over it, and unrolled for 8 at M=1
+// the kernel outgrew the instruction cache (ncu: 'no instruction' was its top stall).
+template <WeightFormat F, bool kGateUp, int kVecs, int kDepth, int kTokens>
+struct DecodeWarp {
   using T = DecodeTraits<F>;
-  constexpr int kRows = T::kRows;
-  constexpr int kVecsPerLane = kSegment / T::kElemsPerVec / 32;
-  // gate_up: a warp's rows are kRows/2 gate rows and the matching up rows (output columns
-  // col0 .. col0 + kRows/2); down: kRows output rows.
-  constexpr int kOutPerWarp = kGateUp ? kRows / 2 : kRows;
-  __shared__ __align__(16) std::uint16_t staged[kTokenChunk][kSegment];
+  static constexpr int kSegVecs = kVecs * 32;  // vectors of a row per segment
 
-  // gate_up reads the routing of the kernel before it; down reads only the active list (whose
-  // writer finished before gate_up let down start) until it waits for h below.
-  bool waited = false;
-  if (kGateUp) {
-    detail::grid_dependency_wait();
-    waited = true;
+  DecodeParams p;
+  const BlockTables& tables;
+  int lane;
+  int stride;  // warps in the grid
+  int entry_end;  // entries of the current phase end here
+  int vecs_per_row;
+  int segments;
+  int groups;  // int4 scale groups per row
+
+  // Ring slot: the weights of one piece (two rows) and, for int4, their scales.
+  struct Slot {
+    uint4 w[2][kVecs];
+    std::uint16_t scale_bits[2][kVecs];  // int4: bf16 bits, converted when consumed
+  };
+
+  __device__ int rows_of(int j, int r) const {
+    return kGateUp ? (r == 0 ? j : p.out_rows + j) : 2 * j + r;
   }
-  detail::allow_dependent_launch();
 
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int K = p.k_len;
-  const int vecs_per_row = K / T::kElemsPerVec;
-  const int groups = int4_groups(K);
-
-  for (int item = blockIdx.x;; item += gridDim.x) {
-    const int a = item / p.items_per_expert;
-    if (a >= p.total_experts) break;
-    const int e = __ldcg(p.active + a);
-    if (e < 0) break;  // uniform per block: no barrier is skipped by part of a block
-    const int col0 = ((item % p.items_per_expert) * kWarps + warp) * kOutPerWarp;
-    const uint4* wbase = static_cast<const uint4*>(p.weights[e]);
-    const std::uint16_t* sbase =
-        F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr;
-    int row_of[kRows];
-    bool row_ok[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int c = col0 + (kGateUp ? r % kOutPerWarp : r);
-      row_ok[r] = c < p.out_rows;
-      row_of[r] = kGateUp && r >= kOutPerWarp ? p.out_rows + c : c;
+  __device__ void advance(PieceCursor& c) const {
+    if (c.segment() + 1 < segments) {
+      ++c.chunk_segment;
+      return;
     }
-
-    uint4 w[kRows][kVecsPerLane];
-    float wscale[kRows][kVecsPerLane];
-    auto load_weights = [&](int k0) {
-      const int seg_vecs = min(kSegment, K - k0) / T::kElemsPerVec;
-#pragma unroll
-      for (int r = 0; r < kRows; ++r)
-#pragma unroll
-        for (int i = 0; i < kVecsPerLane; ++i) {
-          const int v = lane + 32 * i;
-          const bool ok = row_ok[r] && v < seg_vecs;
-          w[r][i] = ok ? __ldcs(wbase + static_cast<std::size_t>(row_of[r]) * vecs_per_row +
-                                k0 / T::kElemsPerVec + v)
-                       : make_uint4(0, 0, 0, 0);
-          if constexpr (F == WeightFormat::int4)
-            wscale[r][i] = ok ? __bfloat162float(__ushort_as_bfloat16(
-                                    __ldg(sbase + static_cast<std::size_t>(row_of[r]) * groups +
-                                          (k0 + v * 32) / kInt4Group)))
-                              : 0.f;
-        }
-    };
-
-    load_weights(0);  // in flight while the routing indices and activations arrive
-    if (!waited) {
-      detail::grid_dependency_wait();
-      waited = true;
+    const int chunk = c.chunk() + 1;
+    if (chunk * kTokens < tables.entries[c.entry].pairs) {
+      c.chunk_segment = chunk << 16;
+      return;
     }
-    const int p0 = p.offsets[e], p1 = p.offsets[e + 1];
+    c.chunk_segment = 0;
+    c.pair_row += stride;  // the next unit dealt to this warp
+    while (c.pair_row >= p.units) {
+      c.pair_row -= p.units;
+      ++c.entry;
+    }
+    if (c.entry >= entry_end) c.entry = -1;
+  }
 
-    for (int c0 = p0; c0 < p1; c0 += kTokenChunk) {
-      const int tc = min(kTokenChunk, p1 - c0);
-      float acc[kRows][kTokenChunk];
+  __device__ void issue(Slot& s, const PieceCursor& c) const {
+    const Entry& e = tables.entries[c.entry];
+    const int j = c.pair_row;
 #pragma unroll
-      for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < 2; ++r) {
+      const std::size_t row = static_cast<std::size_t>(rows_of(j, r));
 #pragma unroll
-        for (int t = 0; t < kTokenChunk; ++t) acc[r][t] = 0.f;
+      for (int i = 0; i < kVecs; ++i) {
+        // Past the row's end a lane loads the last vector again (consume skips it): a load
+        // whose result nothing selects on is not waited for until consume, whereas
+        // `ok ? load : 0` makes the warp wait for the load right here.
+        const int v = min(c.segment() * kSegVecs + lane + 32 * i, vecs_per_row - 1);
+        // Weights are read once per step: stream them past L1 and L2 (evict-first).
+        s.w[r][i] = __ldcs(e.weights + row * vecs_per_row + v);
+        if constexpr (F == WeightFormat::int4)
+          s.scale_bits[r][i] = __ldg(e.scales + row * groups + v * 32 / kInt4Group);
+      }
+    }
+  }
 
-      for (int k0 = 0; k0 < K; k0 += kSegment) {
-        if (c0 != p0 || k0 != 0) load_weights(k0);
-        const int seg = min(kSegment, K - k0);
-        const int seg_vecs8 = seg / 8;
-        __syncthreads();  // previous segment fully consumed
-        for (int i = threadIdx.x; i < tc * seg_vecs8; i += kThreads) {
-          const int t = i / seg_vecs8, v = i % seg_vecs8;
-          const std::size_t src_row = kGateUp ? static_cast<std::size_t>(p.sorted_pairs[c0 + t] / p.slots)
-                                              : static_cast<std::size_t>(c0 + t);
-          const uint4* src = reinterpret_cast<const uint4*>(p.input + src_row * K + k0) + v;
-          // x is read-only for the whole forward; h was just written by gate_up (which may
-          // still have been running when this kernel started, under PDL): read it at L2.
-          reinterpret_cast<uint4*>(&staged[t][0])[v] = kGateUp ? __ldg(src) : __ldcg(src);
-        }
-        __syncthreads();
+  // The activation row a pair reads: its token's x row (gate_up) or its own h row (down).
+  __device__ int input_row(const Entry& e, int pair) const {
+    const int pos = e.first_pair + pair;
+    if constexpr (kGateUp)
+      return pos < kSmemTokens ? tables.token_of_pair[pos] : __ldg(p.sorted_pairs + pos) / p.slots;
+    return pos;
+  }
+  // x is read-only for the whole forward: the non-coherent path. h was written by the kernel
+  // before (and, under programmatic launch, while this grid was already resident): a plain
+  // load, still cached in L1 (a read-only load of it would break the .nc contract).
+  __device__ static uint4 load_activation(const uint4* at) {
+    if constexpr (kGateUp) return __ldg(at);
+    return *at;
+  }
+  __device__ const uint4* input_vecs(int row) const {
+    return reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(row) * p.k_len);
+  }
 
-        const int seg_vecs = seg / T::kElemsPerVec;
+  // Multiplies a piece into the accumulators; at the last segment writes the chunk's outputs.
+  __device__ void consume(const Slot& s, const PieceCursor& c, float (&acc)[2][kTokens]) const {
+    const Entry& e = tables.entries[c.entry];
+    const int t0 = c.chunk() * kTokens;
+    const int tn = min(kTokens, e.pairs - t0);
+    if (c.segment() == 0) {
 #pragma unroll
-        for (int i = 0; i < kVecsPerLane; ++i) {
-          const int v = lane + 32 * i;
-          if (v >= seg_vecs) break;
-          if constexpr (F == WeightFormat::bf16) {
+      for (int r = 0; r < 2; ++r)
 #pragma unroll
-            for (int t = 0; t < kTokenChunk; ++t) {
-              if (t < tc) {
-                const uint4 xv = reinterpret_cast<const uint4*>(&staged[t][0])[v];
+        for (int t = 0; t < kTokens; ++t) acc[r][t] = 0.f;
+    }
+    int rows[kTokens];
 #pragma unroll
-                for (int r = 0; r < kRows; ++r) acc[r][t] = detail::dot8_bf16(w[r][i], xv, acc[r][t]);
+    for (int t = 0; t < kTokens; ++t) rows[t] = t < tn ? input_row(e, t0 + t) : 0;
+    // No branch on the row's end inside the loop (so the compiler can hoist every activation
+    // load ahead of the math): past the end a lane reads the last vector again and its weights
+    // count as zero.
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      const int v_at = c.segment() * kSegVecs + lane + 32 * i;
+      const bool ok = v_at < vecs_per_row;
+      const int v = min(v_at, vecs_per_row - 1);
+      {
+        if constexpr (F == WeightFormat::bf16) {
+          float w0[8], w1[8];
+          const std::uint32_t a[4] = {s.w[0][i].x, s.w[0][i].y, s.w[0][i].z, s.w[0][i].w};
+          const std::uint32_t b[4] = {s.w[1][i].x, s.w[1][i].y, s.w[1][i].z, s.w[1][i].w};
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            w0[2 * q] = ok ? detail::bf16_lo(a[q]) : 0.f;
+            w0[2 * q + 1] = ok ? detail::bf16_hi(a[q]) : 0.f;
+            w1[2 * q] = ok ? detail::bf16_lo(b[q]) : 0.f;
+            w1[2 * q + 1] = ok ? detail::bf16_hi(b[q]) : 0.f;
+          }
+#pragma unroll
+          for (int t = 0; t < kTokens; ++t) {
+            if (t == 0 || t < tn) {
+              const uint4 xv = load_activation(input_vecs(rows[t]) + v);
+              const std::uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const float lo = detail::bf16_lo(xw[q]), hi = detail::bf16_hi(xw[q]);
+                acc[0][t] = fmaf(w0[2 * q], lo, acc[0][t]);
+                acc[0][t] = fmaf(w0[2 * q + 1], hi, acc[0][t]);
+                acc[1][t] = fmaf(w1[2 * q], lo, acc[1][t]);
+                acc[1][t] = fmaf(w1[2 * q + 1], hi, acc[1][t]);
               }
             }
-          } else {
-            // Dequantise the 32 codes once, reuse them for every token of the chunk.
+          }
+        } else {
+          // Dequantise a row's codes a word (8 codes) at a time and use them for every token
+          // of the chunk; the 32-code dot of a token is summed before its scale is applied.
 #pragma unroll
-            for (int r = 0; r < kRows; ++r) {
-              float qf[32];
-              const std::uint32_t words[4] = {w[r][i].x, w[r][i].y, w[r][i].z, w[r][i].w};
+          for (int r = 0; r < 2; ++r) {
+            const float scale = ok ? __bfloat162float(__ushort_as_bfloat16(s.scale_bits[r][i])) : 0.f;
+            float sum[kTokens];
 #pragma unroll
-              for (int j = 0; j < 32; ++j) qf[j] = nibble_to_float(words[j / 8], j % 8);
+            for (int t = 0; t < kTokens; ++t) sum[t] = 0.f;
+            const std::uint32_t words[4] = {s.w[r][i].x, s.w[r][i].y, s.w[r][i].z, s.w[r][i].w};
 #pragma unroll
-              for (int t = 0; t < kTokenChunk; ++t) {
-                if (t < tc) {
-                  const uint4* xv = reinterpret_cast<const uint4*>(&staged[t][v * 32]);
-                  float s = 0.f;
+            for (int q = 0; q < 4; ++q) {
+              float qf[8];
 #pragma unroll
-                  for (int q = 0; q < 4; ++q) {
-                    const uint4 x4 = xv[q];
-                    const std::uint32_t xw[4] = {x4.x, x4.y, x4.z, x4.w};
+              for (int j = 0; j < 8; ++j) qf[j] = nibble_to_float(words[q], j);
 #pragma unroll
-                    for (int h = 0; h < 4; ++h) {
-                      s = fmaf(qf[q * 8 + 2 * h], detail::bf16_lo(xw[h]), s);
-                      s = fmaf(qf[q * 8 + 2 * h + 1], detail::bf16_hi(xw[h]), s);
-                    }
+              for (int t = 0; t < kTokens; ++t) {
+                if (t == 0 || t < tn) {
+                  const uint4 x4 = load_activation(input_vecs(rows[t]) + 4 * v + q);  // 32 per vector
+                  const std::uint32_t xw[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+                  for (int h = 0; h < 4; ++h) {
+                    sum[t] = fmaf(qf[2 * h], detail::bf16_lo(xw[h]), sum[t]);
+                    sum[t] = fmaf(qf[2 * h + 1], detail::bf16_hi(xw[h]), sum[t]);
                   }
-                  acc[r][t] = fmaf(s, wscale[r][i], acc[r][t]);
                 }
               }
             }
+#pragma unroll
+            for (int t = 0; t < kTokens; ++t)
+              if (t == 0 || t < tn) acc[r][t] = fmaf(sum[t], scale, acc[r][t]);
           }
         }
       }
-
-      // Epilogue: reduce across the warp (fixed butterfly order), lane 0 writes.
+    }
+    if (c.segment() + 1 < segments) return;
+    // Epilogue: butterfly sums (fixed order, every lane ends with the total); lane t writes
+    // token t of the chunk.
+    const int j = c.pair_row;
 #pragma unroll
-      for (int t = 0; t < kTokenChunk; ++t) {
-        if (t < tc) {
-          float v[kRows];
-#pragma unroll
-          for (int r = 0; r < kRows; ++r) v[r] = detail::warp_sum(acc[r][t]);
-          if (lane == 0) {
-            const std::size_t pr = static_cast<std::size_t>(c0 + t);
-            if constexpr (kGateUp) {
-#pragma unroll
-              for (int r = 0; r < kOutPerWarp; ++r)
-                if (row_ok[r]) {
-                  const float hv = detail::silu(v[r]) * v[r + kOutPerWarp];
-                  reinterpret_cast<std::uint16_t*>(p.h_out)[pr * p.out_rows + col0 + r] = detail::to_bf16_bits(hv);
-                }
-            } else {
-#pragma unroll
-              for (int r = 0; r < kRows; ++r)
-                if (row_ok[r]) p.down_out[pr * p.out_rows + col0 + r] = v[r];
-            }
+    for (int t = 0; t < kTokens; ++t) {
+      if (t < tn) {
+        const float g = detail::warp_sum(acc[0][t]);
+        const float u = detail::warp_sum(acc[1][t]);
+        if (lane == t) {
+          const std::size_t pos = static_cast<std::size_t>(e.first_pair + t0 + t);
+          if constexpr (kGateUp) {
+            reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + j] =
+                detail::to_bf16_bits(detail::silu(g) * u);
+          } else {
+            *reinterpret_cast<float2*>(p.down_out + pos * p.out_rows + 2 * j) = make_float2(g, u);
           }
         }
       }
     }
   }
+
+  // Streams the warp's units from unit index `first` (entry-major) up to entry `end` through
+  // the ring.
+  __device__ void run(int first, int end) {
+    entry_end = end;
+    PieceCursor c{first / p.units, first % p.units, 0};
+    if (c.entry >= end) c.entry = -1;
+    Slot ring[kDepth];
+    PieceCursor at[kDepth];
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      at[d] = c;
+      if (c.valid()) {
+        issue(ring[d], c);
+        advance(c);
+      }
+    }
+    float acc[2][kTokens];
+    for (;;) {
+#pragma unroll
+      for (int d = 0; d < kDepth; ++d) {
+        if (!at[d].valid()) return;
+        consume(ring[d], at[d], acc);
+        at[d] = c;
+        if (c.valid()) {
+          issue(ring[d], c);
+          advance(c);
+        }
+      }
+    }
+  }
+};
+
+// The warp's first unit index >= begin in the round-robin deal (unit u goes to warp u % stride).
+__device__ __forceinline__ int first_unit_from(int begin, int warp_id, int stride) {
+  const int r = begin % stride;
+  return begin - r + warp_id + (warp_id < r ? stride : 0);
+}
+
+template <WeightFormat F, bool kGateUp, int kTokens>
+__global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
+  using Shape = PieceShape<F>;
+  using Warp = DecodeWarp<F, kGateUp, Shape::kVecs, Shape::kDepth, kTokens>;
+  __shared__ BlockTables tables;
+  detail::allow_dependent_launch();
+  const int lane = threadIdx.x & 31;
+  const int warp_id = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  const int stride = gridDim.x * kWarps;
+  const int S = p.shared, E = p.experts;
+  const int routed_pairs = p.m * p.top_k;
+
+  // Shared experts: their pairs sit after every routed pair, in token order (the grouping
+  // puts experts in id order and shared ids follow routed ones), so no routing is needed.
+  for (int s = threadIdx.x; s < S; s += kThreads) {
+    tables.entries[s] = Entry{static_cast<const uint4*>(p.weights[E + s]),
+                              F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[E + s]) : nullptr,
+                              routed_pairs + s * p.m, p.m};
+  }
+  if (kGateUp)
+    for (int i = threadIdx.x; i < S * p.m && routed_pairs + i < kSmemTokens; i += kThreads)
+      tables.token_of_pair[routed_pairs + i] = i % p.m;
+  __syncthreads();
+
+  Warp w{p, tables, lane, stride, 0, p.k_len / DecodeTraits<F>::kElemsPerVec, 0, int4_groups(p.k_len)};
+  w.segments = (w.vecs_per_row + Warp::kSegVecs - 1) / Warp::kSegVecs;
+  const int shared_units = S * p.units;
+
+  // down reads h, written by gate_up: wait before anything. gate_up streams the shared
+  // experts first and waits for the route kernel only when it needs the routed ones.
+  if (!kGateUp) detail::grid_dependency_wait();
+  w.run(first_unit_from(0, warp_id, stride), S);
+  if (kGateUp) detail::grid_dependency_wait();
+
+  const int active = __ldcg(p.num_active);
+  const int routed = active - S;  // the shared experts are always active (m >= 1)
+  for (int i = threadIdx.x; i < routed; i += kThreads) {
+    const int e = __ldcg(p.active + i);
+    const int first = __ldcg(p.offsets + e);
+    tables.entries[S + i] = Entry{static_cast<const uint4*>(p.weights[e]),
+                                  F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr,
+                                  first, __ldcg(p.offsets + e + 1) - first};
+  }
+  if (kGateUp)
+    for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
+      tables.token_of_pair[i] = __ldcg(p.sorted_pairs + i) / p.slots;
+  __syncthreads();
+  w.run(first_unit_from(shared_units, warp_id, stride), active);
 }
 
 template <WeightFormat F, bool kGateUp>
-void launch_decode_format(const DecodeParams& p, long long max_items, cudaStream_t stream) {
-  auto kernel = decode_expert_gemm_kernel<F, kGateUp>;
+void launch_decode_format(const DecodeParams& p, long long max_units, cudaStream_t stream) {
+  // An expert holds at most one pair per token: M bounds the tokens of a pass.
+  auto kernel = p.m <= 1   ? decode_expert_gemm_kernel<F, kGateUp, 1>
+                : p.m <= 2 ? decode_expert_gemm_kernel<F, kGateUp, 2>
+                : p.m <= 4 ? decode_expert_gemm_kernel<F, kGateUp, 4>
+                           : decode_expert_gemm_kernel<F, kGateUp, 8>;
   const long long resident = detail::resident_blocks(kernel, kThreads);
-  const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(max_items, resident)));
+  const long long wanted = (max_units + kWarps - 1) / kWarps;
+  const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
   detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
                  "decode_expert_gemm_kernel", p);
 }
@@ -249,6 +406,9 @@ void launch_decode_format(const DecodeParams& p, long long max_items, cudaStream
 template <bool kGateUp>
 void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const MoeDims& d = a.dims;
+  if (d.total_experts() > kMaxEntries)
+    throw Error(ExitCode::probe_error, "decode kernels: experts + shared " + std::to_string(d.total_experts()) +
+                                           " above " + std::to_string(kMaxEntries));
   DecodeParams p{};
   void* s = a.scratch;
   p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
@@ -256,25 +416,26 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.input = kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
   p.k_len = kGateUp ? d.hidden : d.inter;
   p.out_rows = kGateUp ? d.inter : d.hidden;
+  p.units = kGateUp ? d.inter : d.hidden / 2;
+  p.m = a.m;
+  p.top_k = d.top_k;
   p.slots = l.slots;
-  p.total_experts = d.total_experts();
-  p.offsets = l.at<int>(s, l.expert_offsets);
+  p.experts = d.experts;
+  p.shared = d.shared;
+  p.num_active = l.at<int>(s, l.num_active);
   p.active = l.at<int>(s, l.active_experts);
+  p.offsets = l.at<int>(s, l.expert_offsets);
   p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
   p.h_out = l.at<__nv_bfloat16>(s, l.h);
   p.down_out = l.at<float>(s, l.down_out);
-  const int rows = d.format == WeightFormat::bf16 ? DecodeTraits<WeightFormat::bf16>::kRows
-                                                  : DecodeTraits<WeightFormat::int4>::kRows;
-  const int out_per_item = kWarps * (kGateUp ? rows / 2 : rows);
-  p.items_per_expert = (p.out_rows + out_per_item - 1) / out_per_item;
   // Worst case of active experts: every routed one any pair could pick, plus the shared ones.
   const long long max_active =
       std::min<long long>(d.experts, static_cast<long long>(a.m) * d.top_k) + d.shared;
-  const long long max_items = max_active * p.items_per_expert;
+  const long long max_units = max_active * p.units;
   if (d.format == WeightFormat::bf16)
-    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_items, stream);
+    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_units, stream);
   else
-    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_items, stream);
+    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_units, stream);
 }
 
 }  // namespace

@@ -98,7 +98,8 @@ void validate_forward_args(const MoeForwardArgs& a) {
 
 namespace {
 std::atomic<int>& pdl_flag() {
-  static std::atomic<int> flag{std::getenv("MOE_PDL") && std::getenv("MOE_PDL")[0] == '1' ? 1 : 0};
+  // On unless MOE_PDL=0 (see forward.hpp for the measurements).
+  static std::atomic<int> flag{std::getenv("MOE_PDL") && std::getenv("MOE_PDL")[0] == '0' ? 0 : 1};
   return flag;
 }
 }  // namespace

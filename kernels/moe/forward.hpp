@@ -23,15 +23,15 @@
 namespace moe::kernels {
 
 // ForwardPath::automatic takes the decode kernels up to this M (tokens), tensor cores above.
-// Why: the decode kernels stream each active expert's weights once per chunk of 8 of its
+// Why: the decode kernels stream each active expert's weights once per pass of up to 8 of its
 // tokens and spend SIMT instructions per token, so they win while few tokens share an expert
 // and keep every SM busy with a handful of active experts, where 64-row tensor-core tiles sit
 // mostly empty. Crossover measured on an H200 with the bench in tests/gpu/test_moe_kernels.cu
-// (graph replay, weights rotated past L2): bf16 decode is faster up to M=8 on 5 of the 6
-// model shapes and slower at M=16 on 4 of 6; int4 decode is faster up to M=16 on 4 of 6
-// (its tensor-core path dequantises in shared memory and is slow, see the report).
-constexpr int kDecodeMaxTokensBf16 = 8;
-constexpr int kDecodeMaxTokensInt4 = 16;
+// (graph replay, weights rotated past L2, decode v4): bf16 decode is faster up to M=4 and
+// slower at M=8 (deepseek-v2-lite 340 vs 258 us, qwen3-30b-a3b 249 vs 211 us); int4 decode
+// is faster at M=1 and 2 and its down kernel spills registers from M=3 (see kernel-notes).
+constexpr int kDecodeMaxTokensBf16 = 4;
+constexpr int kDecodeMaxTokensInt4 = 2;
 constexpr int decode_max_tokens(WeightFormat f) {
   return f == WeightFormat::bf16 ? kDecodeMaxTokensBf16 : kDecodeMaxTokensInt4;
 }
@@ -106,9 +106,10 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
 
 // Programmatic dependent launch between the forward's decode kernels (sm_90+) lets each kernel
-// be scheduled, and the down kernel fetch its first weights, before the previous one ends.
-// Off by default (measured slower at M=1 on an H200 with this kernel design, see the bench);
-// switchable for A/B timing, MOE_PDL=1 in the environment starts it on.
+// be scheduled before the previous one ends, and gate_up stream the shared experts while the
+// route kernel still runs. On by default: with decode v4 it is faster at M=1..4 on every
+// shape measured (H200: deepseek-v2-lite bf16 M=1 54.0 vs 57.4 us, int4 45.6 vs 49.5 us).
+// Switchable for A/B timing; MOE_PDL=0 in the environment starts it off.
 void set_programmatic_launch(bool enabled);
 bool programmatic_launch();
 

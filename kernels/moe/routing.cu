@@ -260,13 +260,18 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   if (!last) return;
   __threadfence();
   for (int t = t0 + warp; t < t0 + tn; t += kRouteWarps) rank_token(p, t, lane);
-  // Last tile groups every pair.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.counters, 1u) == gridDim.y - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  // Last tile groups every pair. With one tile (decode sizes) this block is that tile: skip
+  // the second round trip to L2.
+  if (gridDim.y > 1) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(p.counters, 1u) == gridDim.y - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+  } else {
+    __syncthreads();  // this block's top-k stores are visible to its own threads
+  }
   group_pairs(p);
 }
 
