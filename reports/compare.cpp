@@ -37,6 +37,15 @@ ComparedMetric compared_metric_from_string(const std::string& s) {
   throw UsageError("--metric '" + s + "' is not valid; valid: gpu, host, gbps");
 }
 
+std::vector<ComparedMetric> compared_metrics_from_strings(const std::vector<std::string>& names) {
+  std::vector<ComparedMetric> out;
+  for (const std::string& name : names) {
+    const ComparedMetric metric = compared_metric_from_string(name);
+    if (std::find(out.begin(), out.end(), metric) == out.end()) out.push_back(metric);
+  }
+  return out;
+}
+
 std::string to_string(Change c) {
   switch (c) {
     case Change::faster: return "FASTER";

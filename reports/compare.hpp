@@ -18,6 +18,8 @@ enum class ComparedMetric { gpu_time, host_time, gbps };
 std::string to_string(ComparedMetric m);       // "gpu", "host", "gbps"
 std::string display_name(ComparedMetric m);    // "GPU time (us)", ...
 ComparedMetric compared_metric_from_string(const std::string& s);  // UsageError naming valid
+// --metric's values: each once, in the order first given; UsageError naming an invalid one.
+std::vector<ComparedMetric> compared_metrics_from_strings(const std::vector<std::string>& names);
 
 enum class Change { faster, slower, same, ambiguous };
 std::string to_string(Change c);  // FASTER, SLOWER, SAME, AMBIGUOUS

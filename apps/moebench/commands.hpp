@@ -20,6 +20,7 @@ Command add_run_command(CLI::App& app, const std::vector<std::string>& argv);
 Command add_list_command(CLI::App& app);
 Command add_env_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
+Command add_noise_command(CLI::App& app);
 Command add_render_command(CLI::App& app);
 Command add_repro_command(CLI::App& app, const std::vector<std::string>& argv);
 Command add_selftest_command(CLI::App& app, const std::vector<std::string>& argv);

@@ -1,7 +1,6 @@
 // `moebench compare BASE.json HEAD.json`: which cases got faster, slower or stayed the same,
 // which verdicts changed, and whether the machines differ. Method: reports/COMPARE.md.
 // Exit codes: 0 no regression; 1 a metric came out SLOWER or a verdict got worse; 2 bad input.
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -38,13 +37,7 @@ std::string render(const report::Comparison& c, const std::string& format) {
 int compare(const CompareRequest& r) {
   require_format("--format", r.format, {"table", "markdown", "html", "json"});
   report::CompareOptions options;
-  options.metrics.clear();
-  for (const std::string& m : r.metrics) {
-    const report::ComparedMetric metric = report::compared_metric_from_string(m);
-    if (std::find(options.metrics.begin(), options.metrics.end(), metric) ==
-        options.metrics.end())
-      options.metrics.push_back(metric);
-  }
+  options.metrics = report::compared_metrics_from_strings(r.metrics);
   options.min_effect = r.threshold_pct / 100.0;
   options.confidence = r.confidence;
   options.min_samples_for_rank_test = r.min_samples;

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
   const Command commands[] = {
       add_run_command(app, args),     add_list_command(app),
       add_env_command(app),           add_compare_command(app),
-      add_render_command(app),        add_repro_command(app, args),
-      add_selftest_command(app, args),
+      add_noise_command(app),         add_render_command(app),
+      add_repro_command(app, args),   add_selftest_command(app, args),
   };
 
   // CLI11 would call an unknown first word "a missing subcommand"; name it and the valid ones.

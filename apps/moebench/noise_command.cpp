@@ -1,0 +1,66 @@
+// `moebench noise RUN1.json RUN2.json [...]`: run-to-run noise of separate runs of the same
+// cases: each run's median per case and how far those medians spread (reports/noise.hpp).
+// scripts/noise.sh makes the runs. Exit codes: 0 computed (NOISY cases included); 2 bad input.
+#include <memory>
+
+#include "apps/moebench/commands.hpp"
+#include "apps/moebench/text_output.hpp"
+#include "common/errors.hpp"
+#include "reports/noise.hpp"
+
+namespace moe::cli {
+
+namespace {
+
+struct NoiseRequest {
+  std::vector<std::string> reports;
+  std::vector<std::string> metrics{"gpu"};
+  double threshold_pct = 1.0;
+  std::string format = "table";
+  std::string output;
+};
+
+int noise(const NoiseRequest& r) {
+  require_format("--format", r.format, {"table", "json"});
+  report::NoiseOptions options;
+  options.metrics = report::compared_metrics_from_strings(r.metrics);
+  options.max_spread = r.threshold_pct / 100.0;
+  options.validate();  // before reading files: a bad option is named first
+  if (r.reports.size() < 2)
+    throw UsageError("noise needs at least two reports (separate runs of the same cases), got " +
+                     std::to_string(r.reports.size()));
+
+  std::vector<report::Report> reports;
+  for (const std::string& path : r.reports) reports.push_back(report::load_report(path));
+  const report::NoiseSummary s = report::run_to_run_noise(reports, r.reports, options);
+  write_text_output(r.format == "json" ? report::to_json(s).dump(1) + "\n"
+                                       : report::render_noise_table(s),
+                    r.output);
+  return 0;
+}
+
+}  // namespace
+
+Command add_noise_command(CLI::App& app) {
+  auto r = std::make_shared<NoiseRequest>();
+  CLI::App* cmd = app.add_subcommand(
+      "noise",
+      "Run-to-run noise: the median of each case in each of 2+ reports of separate runs, and "
+      "the spread of those medians ((max - min) / mean and std / mean); see scripts/noise.sh");
+  cmd->add_option("reports", r->reports, "Reports (JSON) of separate runs of the same cases")
+      ->required();
+  cmd->add_option("--metric", r->metrics,
+                  "Metrics, comma-separated: gpu (GPU-event time), host (host enqueue time), "
+                  "gbps (GB/s)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--threshold", r->threshold_pct,
+                  "Spread of the medians above this, in percent of their mean, is NOISY")
+      ->capture_default_str();
+  cmd->add_option("--format", r->format, "Standard output: table or json")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", r->output, "Write the --format output to FILE, not stdout");
+  return {cmd, [r] { return noise(*r); }};
+}
+
+}  // namespace moe::cli
