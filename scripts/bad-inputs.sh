@@ -120,6 +120,9 @@ empty shape	run --shape ''
 --warmup -1	run --warmup -1
 --warmup 1000000000	run --warmup 1000000000
 --warmup abc	run --warmup abc
+--host-samples 0	run --host-samples 0
+--host-samples -1	run --host-samples -1
+--host-samples 1e9	run --host-samples 1000000000
 --device -1	run --device -1
 --device 99	run --device 99
 --device abc	run --device abc
@@ -198,6 +201,13 @@ compare --min-samples -1	compare "$root/tests/data/reports/h200-copy.json" "$roo
 compare --metric foo	compare "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --metric foo
 compare --format foo	compare "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --format foo
 compare a folder	compare "$D/" "$root/tests/data/reports/h200-copy.json"
+noise one report	noise "$root/tests/data/reports/h200-copy.json"
+noise missing report	noise "$root/tests/data/reports/h200-copy.json" /nonexistent.json
+noise newer schema	noise "$root/tests/data/reports/h200-copy.json" report-newer.json
+noise --threshold 0	noise "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --threshold 0
+noise --threshold nan	noise "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --threshold nan
+noise --metric foo	noise "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --metric foo
+noise --format foo	noise "$root/tests/data/reports/h200-copy.json" "$root/tests/data/reports/h200-copy.json" --format foo
 render missing file	render /nonexistent.json
 render a folder	render "$D/"
 render empty file	render empty.json
