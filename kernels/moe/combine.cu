@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int s = 0; s < slots; ++s) {
     const float w = s < top_k ? topk_weights[t * top_k + s] : 1.0f;
     const float4* y = reinterpret_cast<const float4*>(
-        down_out + static_cast<std::size_t>(pair_position[t * slots + s]) * hidden + v * 8);
+        down_out + static_cast<std::size_t>(detail::clamp_index(pair_position[t * slots + s], 0, m * slots - 1)) * hidden +
+        v * 8);
     const float4 y0 = y[0], y1 = y[1];
     acc[0] = fmaf(w, y0.x, acc[0]);
     acc[1] = fmaf(w, y0.y, acc[1]);

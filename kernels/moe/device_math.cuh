@@ -36,6 +36,11 @@ __device__ __forceinline__ float dot8_int4(std::uint32_t q, uint4 x, float acc) 
   return acc;
 }
 
+// Indices the route stage wrote into scratch, clamped into [lo, hi] before use: when scratch is
+// overwritten under a kernel (the bugs the probes reproduce), a forward must give wrong
+// numbers the probe can see, not an illegal address that ends the process.
+__device__ __forceinline__ int clamp_index(int v, int lo, int hi) { return max(lo, min(v, hi)); }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

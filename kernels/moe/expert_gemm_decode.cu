@@ -181,7 +181,8 @@ struct DecodeWarp {
   __device__ int input_row(const Entry& e, int pair) const {
     const int pos = e.first_pair + pair;
     if constexpr (kGateUp)
-      return pos < kSmemTokens ? tables.token_of_pair[pos] : __ldg(p.sorted_pairs + pos) / p.slots;
+      return pos < kSmemTokens ? tables.token_of_pair[pos]
+                               : detail::clamp_index(__ldg(p.sorted_pairs + pos) / p.slots, 0, p.m - 1);
     return pos;
   }
   // x is read-only for the whole forward: the non-coherent path. h was written by the kernel
@@ -373,18 +374,21 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   w.run(first_unit_from(0, warp_id, stride), S);
   if (kGateUp) detail::grid_dependency_wait();
 
-  const int active = __ldcg(p.num_active);
+  // Everything below comes from the route stage through scratch: clamped (see clamp_index).
+  const int total = E + S, pairs = p.m * p.slots;
+  const int active = detail::clamp_index(__ldcg(p.num_active), S, total);
   const int routed = active - S;  // the shared experts are always active (m >= 1)
   for (int i = threadIdx.x; i < routed; i += kThreads) {
-    const int e = __ldcg(p.active + i);
-    const int first = __ldcg(p.offsets + e);
+    const int e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);
+    const int first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
+    const int count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
     tables.entries[S + i] = Entry{static_cast<const uint4*>(p.weights[e]),
                                   F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr,
-                                  first, __ldcg(p.offsets + e + 1) - first};
+                                  first, count};
   }
   if (kGateUp)
     for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
-      tables.token_of_pair[i] = __ldcg(p.sorted_pairs + i) / p.slots;
+      tables.token_of_pair[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
   __syncthreads();
   w.run(first_unit_from(shared_units, warp_id, stride), active);
 }

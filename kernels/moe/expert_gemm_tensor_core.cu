@@ -84,6 +84,7 @@ struct TcParams {
   const void* const* scales;
   const __nv_bfloat16* input;  // gate_up: x [m, H]; down: h [pairs, I]
   int k_len, out_rows, slots;
+  int m, pairs, total_experts;  // bounds of the indices read from scratch
   const int* offsets;
   const int* num_tiles;
   const int2* tiles;
@@ -102,8 +103,9 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
   const int tile = blockIdx.x;
   if (tile >= *p.num_tiles) return;
   const int2 te = p.tiles[tile];
-  const int e = te.x, pstart = te.y;
-  const int rows_valid = min(kBM, p.offsets[e + 1] - pstart);
+  const int e = detail::clamp_index(te.x, 0, p.total_experts - 1);
+  const int pstart = detail::clamp_index(te.y, 0, p.pairs);
+  const int rows_valid = detail::clamp_index(min(kBM, p.offsets[e + 1] - pstart), 0, p.pairs - pstart);
   const int K = p.k_len;
   // Output columns of this block: gate_up -> 32 columns col0.. (gate rows col0.., up rows
   // I + col0..); down -> 64 columns.
@@ -125,8 +127,9 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
     a_src[i] = nullptr;
     if (row < rows_valid) {
       const int pr = pstart + row;
-      const std::size_t src = kGateUp ? static_cast<std::size_t>(p.sorted_pairs[pr] / p.slots)
-                                      : static_cast<std::size_t>(pr);
+      const std::size_t src =
+          kGateUp ? static_cast<std::size_t>(detail::clamp_index(p.sorted_pairs[pr] / p.slots, 0, p.m - 1))
+                  : static_cast<std::size_t>(pr);
       a_src[i] = reinterpret_cast<const std::uint16_t*>(p.input) + src * K + chunk * 8;
     }
   }
@@ -315,6 +318,9 @@ void launch_tc(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t str
   p.k_len = kGateUp ? d.hidden : d.inter;
   p.out_rows = kGateUp ? d.inter : d.hidden;
   p.slots = l.slots;
+  p.m = a.m;
+  p.pairs = l.pairs;
+  p.total_experts = d.total_experts();
   p.offsets = l.at<int>(s, l.expert_offsets);
   p.num_tiles = l.at<int>(s, l.num_tiles);
   p.tiles = l.at<int2>(s, l.tiles);
