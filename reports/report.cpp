@@ -44,6 +44,7 @@ Stats Measurement::gpu_time() const { return summarize(gpu_time_us); }
 Stats Measurement::host_time() const { return summarize(host_time_us); }
 Stats Measurement::host_time_with_cupti() const { return summarize(host_time_with_cupti_us); }
 Stats Measurement::kernel_time() const { return summarize(kernel_time_us); }
+Stats Measurement::kernel_busy() const { return summarize(kernel_busy_us); }
 
 std::size_t Measurement::throttled_samples() const {
   std::size_t n = 0;
@@ -121,11 +122,17 @@ void to_json(json& j, const Measurement& m) {
   if (m.kernel_timing) {
     j["kernel_time_us"] = m.kernel_time();
     j["kernel_count"] = summarize(m.kernel_count);
-    // Launch gaps and host-side stalls inside the window: event time not spent in kernels.
+    // Launch gaps and host-side stalls inside the window: event time with no kernel running.
+    // The busy time where recorded: summed durations double-count overlapping kernels.
+    const std::vector<double>& in_kernels = m.kernel_busy_us.empty() ? m.kernel_time_us : m.kernel_busy_us;
     std::vector<double> gap(m.gpu_time_us.size());
-    for (std::size_t i = 0; i < gap.size() && i < m.kernel_time_us.size(); ++i)
-      gap[i] = m.gpu_time_us[i] - m.kernel_time_us[i];
+    for (std::size_t i = 0; i < gap.size() && i < in_kernels.size(); ++i)
+      gap[i] = m.gpu_time_us[i] - in_kernels[i];
     j["launch_gap_us"] = summarize(gap);
+    if (!m.kernel_busy_us.empty()) {
+      j["kernel_busy_us"] = m.kernel_busy();
+      j["raw"]["kernel_busy_us"] = m.kernel_busy_us;
+    }
   }
   if (!m.sm_clock_mhz.empty()) j["sm_clock_mhz"] = summarize(m.sm_clock_mhz);
   // Optional (absent before the host pass and without kernel timing), so older readers and
@@ -144,6 +151,8 @@ void from_json(const json& j, Measurement& m) {
   if (raw.contains("host_time_with_cupti_us"))
     raw.at("host_time_with_cupti_us").get_to(m.host_time_with_cupti_us);
   raw.at("kernel_time_us").get_to(m.kernel_time_us);
+  m.kernel_busy_us.clear();
+  if (raw.contains("kernel_busy_us")) raw.at("kernel_busy_us").get_to(m.kernel_busy_us);
   raw.at("kernel_count").get_to(m.kernel_count);
   raw.at("sm_clock_mhz").get_to(m.sm_clock_mhz);
   raw.at("throttled").get_to(m.throttled);

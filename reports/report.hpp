@@ -29,6 +29,9 @@ struct Measurement {
   // gpu_time_us; empty without kernel timing, and in reports written before the host pass.
   std::vector<double> host_time_with_cupti_us;
   std::vector<double> kernel_time_us;  // CUPTI: sum of kernel durations in the window
+  // CUPTI: time at least one kernel ran (union of the intervals; below the sum when kernels
+  // overlap); empty in reports written before it existed.
+  std::vector<double> kernel_busy_us;
   std::vector<double> kernel_count;    // CUPTI: kernels in the window
   std::vector<double> sm_clock_mhz;    // SM clock read after each sample (0 = unknown)
   std::vector<bool> throttled;         // a clock-limiting reason was active for the sample
@@ -42,6 +45,7 @@ struct Measurement {
   Stats host_time() const;
   Stats host_time_with_cupti() const;
   Stats kernel_time() const;
+  Stats kernel_busy() const;
   std::size_t samples() const { return gpu_time_us.size(); }
   std::size_t throttled_samples() const;
   // The host times of the samples gpu_time_us came from, index-aligned with it.

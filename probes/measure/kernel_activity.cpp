@@ -72,6 +72,7 @@ void KernelActivity::begin_window() {
   check_cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   std::lock_guard lock(mutex_);
   current_ = Window{};
+  intervals_.clear();
   collecting_ = true;
 }
 
@@ -79,6 +80,7 @@ KernelActivity::Window KernelActivity::end_window() {
   check_cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   std::lock_guard lock(mutex_);
   collecting_ = false;
+  current_.kernel_busy_us = busy_time_us(intervals_);
   return current_;
 }
 
@@ -103,6 +105,7 @@ void KernelActivity::consume(std::uint8_t* buffer, std::size_t valid_size) {
     // The blocker spins while the host enqueues; it is harness, not work.
     if (k->name && std::strstr(k->name, StreamBlocker::kKernelName)) continue;
     current_.kernel_time_us += static_cast<double>(k->end - k->start) * 1e-3;
+    intervals_.push_back({k->start, k->end});
     ++current_.kernel_count;
   }
 }

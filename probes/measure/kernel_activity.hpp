@@ -4,15 +4,20 @@
 #include <string>
 #include <vector>
 
+#include "probes/measure/busy_time.hpp"
+
 namespace moe::measure {
 
 // Kernel time inside a measurement window from CUPTI activity records: the sum of the
-// durations of the kernels that ran, and how many, so launch gaps show as GPU-event time minus
-// kernel time. CUPTI's activity API is process-wide, so only one recorder may exist at a time.
+// durations of the kernels that ran, the time at least one ran (their union: kernels launched
+// with programmatic dependent launch overlap), and how many, so launch gaps show as GPU-event
+// time minus busy time. CUPTI's activity API is process-wide, so only one recorder may exist
+// at a time.
 class KernelActivity {
  public:
   struct Window {
-    double kernel_time_us = 0;
+    double kernel_time_us = 0;  // sum of durations
+    double kernel_busy_us = 0;  // union of [start, end): see busy_time.hpp
     std::size_t kernel_count = 0;
   };
 
@@ -39,6 +44,7 @@ class KernelActivity {
 
   std::mutex mutex_;
   Window current_;
+  std::vector<KernelInterval> intervals_;  // of the current window, for its busy time
   bool collecting_ = false;
   bool paused_ = false;  // only the sampling thread reads or writes it
 };

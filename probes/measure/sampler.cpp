@@ -166,6 +166,7 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
     if (activity_) {
       m.host_time_with_cupti_us.push_back(s->host_us);
       m.kernel_time_us.push_back(s->kernels.kernel_time_us);
+      m.kernel_busy_us.push_back(s->kernels.kernel_busy_us);
       m.kernel_count.push_back(static_cast<double>(s->kernels.kernel_count));
     } else {
       m.host_time_us.push_back(s->host_us);  // CUPTI was off: these are clean already

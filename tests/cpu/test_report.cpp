@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/errors.hpp"
+#include "reports/case_summary.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
 
@@ -203,4 +204,33 @@ TEST_CASE("the environment block has host and software fields even without a GPU
   CHECK(env.at("software").contains("cuda_runtime"));
   CHECK(env.at("gpu").contains("available"));
   if (!env.at("gpu").at("available").get<bool>()) CHECK(env.at("gpu").contains("reason"));
+}
+
+TEST_CASE("kernel busy time: round-trips, and the launch gap is taken from it when present") {
+  CaseResult c = sample_case(1);
+  Measurement& m = c.measurements.at("main");
+  // Overlapping kernels (programmatic dependent launch): summed durations above the event time.
+  m.kernel_time_us = {12, 12.5, 13};
+  m.kernel_busy_us = {9.5, 9.75, 10};
+  const json j = c;
+  const json& jm = j.at("measurements").at("main");
+  CHECK(jm.at("kernel_busy_us").at("median") == doctest::Approx(9.75));
+  CHECK(jm.at("raw").at("kernel_busy_us") == json{9.5, 9.75, 10});
+  // gpu {10.5, 10.25, 10.75} - busy {9.5, 9.75, 10} = {1, 0.5, 0.75}: never negative.
+  CHECK(jm.at("launch_gap_us").at("median") == doctest::Approx(0.75));
+  CHECK(jm.at("launch_gap_us").at("min") >= 0.0);
+  const Measurement back = j.get<CaseResult>().measurements.at("main");
+  CHECK(back.kernel_busy_us == std::vector<double>{9.5, 9.75, 10});
+  CHECK(json(back) == jm);
+  // The table's kernel column shows the busy time.
+  CHECK(summarize_case(j.get<CaseResult>()).kernel_time_us == doctest::Approx(9.75));
+}
+
+TEST_CASE("kernel busy time: a report without it reads back with none, gap from the sum") {
+  const json j = sample_case(1);
+  const json& jm = j.at("measurements").at("main");
+  CHECK_FALSE(jm.contains("kernel_busy_us"));
+  CHECK_FALSE(jm.at("raw").contains("kernel_busy_us"));
+  CHECK(jm.at("launch_gap_us").at("median") == doctest::Approx(1.25));
+  CHECK(j.get<CaseResult>().measurements.at("main").kernel_busy_us.empty());
 }
