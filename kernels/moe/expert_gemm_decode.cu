@@ -19,6 +19,10 @@
 // active list is visible. A block then copies the active experts' weight pointers and pair
 // ranges into shared memory once, so the issue of a piece costs no dependent global load.
 // Activations (x rows, h rows) are read through L1: a token's row is shared by every warp.
+//
+// Measured (H200, graph replay, weights rotated past L2; docs/kernel-notes.md): deepseek-v2-lite
+// bf16 M=1 gate_up 26.0 us (floor 20.5), down 16.4 us (floor 10.3); the layer at 54-57% of
+// the read ceiling where v2 reached 38%.
 #include <algorithm>
 #include <string>
 
@@ -50,8 +54,9 @@ struct DecodeTraits<WeightFormat::int4> {
 
 // Piece shapes: 16-byte loads per lane per row (kVecs) and pieces in flight per warp
 // (kDepth), bounded by 128 registers a thread (two blocks of 8 warps per SM). Measured on an
-// H200 (deepseek-v2-lite M=1): 4 x 2 beat 2 x 3 for bf16 (gate_up 49 vs 55 us), 2 x 3 beat
-// 1 x 4 for int4 (111 vs 122 us): per-piece overhead matters more than one piece in flight.
+// H200 (deepseek-v2-lite M=1, v4b in docs/kernel-notes.md): 4 x 2 beat 2 x 3 for bf16
+// (gate_up 49 vs 55 us), 2 x 3 beat 1 x 4 for int4 (111 vs 122 us): per-piece overhead
+// matters more than one piece in flight.
 template <WeightFormat F>
 struct PieceShape;
 template <>
@@ -91,7 +96,6 @@ struct Entry {
 struct BlockTables {
   Entry entries[kMaxEntries];
   int token_of_pair[kSmemTokens];
-  int num_entries;
 };
 
 // float(q) for nibble n = q + 8: exact, two integer ops and one add.
@@ -165,8 +169,8 @@ struct DecodeWarp {
       const std::size_t row = static_cast<std::size_t>(rows_of(j, r));
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        // Past the row's end a lane loads the last vector again (consume skips it): a load
-        // whose result nothing selects on is not waited for until consume, whereas
+        // Past the row's end a lane loads the last vector again (consume counts it as zero):
+        // a load whose result nothing selects on is not waited for until consume, whereas
         // `ok ? load : 0` makes the warp wait for the load right here.
         const int v = min(c.segment() * kSegVecs + lane + 32 * i, vecs_per_row - 1);
         // Weights are read once per step: stream them past L1 and L2 (evict-first).
@@ -400,6 +404,8 @@ void launch_decode_format(const DecodeParams& p, long long max_units, cudaStream
                 : p.m <= 2 ? decode_expert_gemm_kernel<F, kGateUp, 2>
                 : p.m <= 4 ? decode_expert_gemm_kernel<F, kGateUp, 4>
                            : decode_expert_gemm_kernel<F, kGateUp, 8>;
+  // resident_blocks caches per kernel signature: every instantiation here has the same launch
+  // bounds and shared memory, so the same occupancy.
   const long long resident = detail::resident_blocks(kernel, kThreads);
   const long long wanted = (max_units + kWarps - 1) / kWarps;
   const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
