@@ -9,7 +9,9 @@
 #   MOEBENCH_FIXTURES               shapes/ and cases/ for moebench (default: the repo's fixtures/)
 #   MOEBENCH_SANITIZER_TOOLS        default "memcheck racecheck synccheck initcheck"
 #   MOEBENCH_SANITIZER_TESTS        GPU test binaries to run (default: those of tests/gpu/)
-#   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small suite below)
+#   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
+#   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
+#                                   `moebench list`); "suite" runs them all in one `moebench run`
 #   MOEBENCH_SANITIZER_TIMEOUT      seconds per tool and binary (default 1800)
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
@@ -59,6 +61,13 @@ default_run_args="--shape tiny,tiny-partial-group --m 1,4 --min-samples 2 --max-
   --min-time 0 --max-noise 100 --timeout 10 --warmup 1 --copy-bytes 1073741824 --no-kernel-timing"
 read -r -a run_args <<<"${MOEBENCH_SANITIZER_RUN_ARGS:-$default_run_args}"
 read -r -a tools <<<"${MOEBENCH_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}"
+if [[ -n "${MOEBENCH_SANITIZER_PROBES:-}" ]]; then
+  read -r -a probes <<<"$MOEBENCH_SANITIZER_PROBES"
+else
+  # The default suite: rows of `moebench list` whose second column says yes.
+  read -r -a probes <<<"$("$moebench" list probes 2>/dev/null | awk '$2 == "yes" {print $1}' | tr '\n' ' ')"
+  ((${#probes[@]})) || probes=(suite)
+fi
 limit=${MOEBENCH_SANITIZER_TIMEOUT:-1800}
 out=${MOEBENCH_SANITIZER_OUT:-compute-sanitizer-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
@@ -93,8 +102,9 @@ run_one() {
   elif ((errors > 0 || rc == 99)); then result=ERRORS
   elif ((rc == 77)); then result=SKIPPED
   elif ((rc == 0)); then result=CLEAN
-  elif [[ $label == moebench-run && $rc == 1 ]]; then result="CLEAN (FAIL verdicts)"
-  elif [[ $label == moebench-run && $rc == 4 ]]; then result="PROBE ERRORS"  # not checked
+  elif [[ $label == moebench-* && $rc == 1 ]]; then result="CLEAN (FAIL verdicts)"
+  elif [[ $label == moebench-* && $rc == 4 ]]; then result="PROBE ERRORS"  # not checked
+  elif ((rc == 3)); then result="NO GPU"  # moebench's environment exit: nothing was checked
   else result=FAILED
   fi
   case $result in CLEAN*|SKIPPED) ;; *) status=1 ;; esac
@@ -112,7 +122,14 @@ for tool in "${tools[@]}"; do
       status=1
     fi
   done
-  run_one "$tool" moebench-run "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
+  # One run a probe: a slow probe under a slow tool then costs its own row, not the others'.
+  for probe in "${probes[@]}"; do
+    if [[ $probe == suite ]]; then
+      run_one "$tool" moebench-run "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
+    else
+      run_one "$tool" "moebench-$probe" "$moebench" run "$probe" "${run_args[@]}" -o "$out/$tool-$probe.json"
+    fi
+  done
 done
 
 echo >>"$summary"
