@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -493,6 +494,12 @@ struct StreamHolder {
   ~StreamHolder() { cudaStreamDestroy(s); }
 };
 
+// Puts the programmatic-launch setting back as the test case found it (it is process-wide).
+struct PdlRestore {
+  bool was = programmatic_launch();
+  ~PdlRestore() { set_programmatic_launch(was); }
+};
+
 }  // namespace
 
 TEST_CASE("generation kernels match the host derivation") {
@@ -551,6 +558,8 @@ TEST_CASE("generation kernels match the host derivation") {
 TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both paths") {
   moe::test::test_device();
   StreamHolder st;
+  const PdlRestore restore;
+  set_programmatic_launch(false);  // the main loop without PDL; the PDL runs follow
   int cases = 0, ties = 0;
   double worst = 0;
   for (const Shape& sh : tiny_shapes())
@@ -589,6 +598,8 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
 TEST_CASE("forward on the model shapes (brief section 8)") {
   moe::test::test_device();
   StreamHolder st;
+  const PdlRestore restore;
+  set_programmatic_launch(false);  // the main loop without PDL; the PDL runs follow
   const auto t0 = std::chrono::steady_clock::now();
   for (const Shape& sh : model_shapes())
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
@@ -646,6 +657,7 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     gs.push_back({"deepseek-v2-lite", lite, 1});
     gs.push_back({"deepseek-v2-lite", lite, 256});
   }
+  const PdlRestore restore;
   for (int pdl = 0; pdl < 2; ++pdl)
   for (const G& g : gs) {
     set_programmatic_launch(pdl == 1);
@@ -681,7 +693,61 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
     MOE_CUDA_CHECK(cudaGraphDestroy(graph));
   }
-  set_programmatic_launch(false);
+}
+
+// The expert and combine kernels read indices the route stage wrote into scratch. When scratch
+// is overwritten under them (the bugs scratch-regrow and drop-after-inflight reproduce), a
+// forward must give wrong numbers a probe can see, not an illegal address that ends the
+// process: every such index is clamped (detail::clamp_index). Here every routing field is
+// garbage (negative, huge, random) and each path must still finish without a CUDA error.
+TEST_CASE("garbage routing in scratch gives wrong numbers, never an illegal address") {
+  moe::test::test_device();
+  StreamHolder st;
+  std::mt19937 rng(static_cast<std::uint32_t>(case_seed()));
+  const int specials[] = {INT_MIN, -1, 0, 1, 7, 1 << 20, INT_MAX};
+  auto garbage = [&](std::size_t n) {
+    std::vector<int> v(n);
+    for (int& x : v) x = rng() % 3 == 0 ? specials[rng() % 7] : static_cast<int>(rng());
+    return v;
+  };
+  for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+    MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
+    tiny.format = lite.format = fmt;
+    for (const MoeDims& d : {tiny, lite}) {
+      const TestLayer layer(d, case_seed(), st.s);
+      for (int m : {1, 3, 64}) {
+        for (ForwardPath path : {ForwardPath::decode, ForwardPath::tensor_core}) {
+          INFO(std::string(to_string(fmt)) << " hidden=" << d.hidden << " m=" << m << " "
+                                           << std::string(to_string(path)));
+          Forward f(layer, m, case_seed(), nullptr, path, st.s);
+          f.poison(st.s);
+          enqueue_route(f.args, f.layout, st.s);
+          MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+          const ScratchLayout& l = f.layout;
+          const std::size_t et = static_cast<std::size_t>(l.total_experts);
+          const std::pair<std::size_t, std::size_t> fields[] = {
+              {l.expert_counts, et},      {l.expert_offsets, et + 1},      {l.num_active, 1},
+              {l.active_experts, et},     {l.num_tiles, 1},                {l.tiles, 2 * l.max_tiles},
+              {l.sorted_pairs, l.pairs},  {l.pair_position, l.pairs}};
+          for (const auto& [offset, count] : fields) {
+            const std::vector<int> g = garbage(count);
+            MOE_CUDA_CHECK(cudaMemcpy(static_cast<char*>(f.scratch.data()) + offset, g.data(),
+                                      count * sizeof(int), cudaMemcpyHostToDevice));
+          }
+          if (path == ForwardPath::decode) {
+            enqueue_gate_up_decode(f.args, l, st.s);
+            enqueue_down_decode(f.args, l, st.s);
+          } else {
+            enqueue_gate_up_tensor_core(f.args, l, st.s);
+            enqueue_down_tensor_core(f.args, l, st.s);
+          }
+          enqueue_combine(f.args, l, st.s);
+          CHECK(cudaStreamSynchronize(st.s) == cudaSuccess);
+          CHECK(cudaGetLastError() == cudaSuccess);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("forward rejects bad arguments with the values named") {
@@ -716,6 +782,7 @@ TEST_CASE("forward rejects bad arguments with the values named") {
 TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
   const moe::Device& dev = moe::test::test_device();
   StreamHolder st;
+  const PdlRestore restore;
   moe::CudaEvent e0, e1;
   // Read ceiling: read-only 16-byte streaming kernel over 4 GiB, median of 15.
   double ceiling_gbs = 0;
@@ -845,5 +912,4 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
       }
     }
   }
-  set_programmatic_launch(false);
 }
