@@ -1,6 +1,7 @@
 // `moebench noise RUN1.json RUN2.json [...]`: run-to-run noise of separate runs of the same
 // cases: each run's median per case and how far those medians spread (reports/noise.hpp).
-// scripts/noise.sh makes the runs. Exit codes: 0 computed (NOISY cases included); 2 bad input.
+// scripts/noise.sh makes the runs. Exit codes: 0 computed (NOISY cases included, unless
+// --fail-noisy); 1 with --fail-noisy when a case is NOISY (a CI gate); 2 bad input.
 #include <memory>
 
 #include "apps/moebench/commands.hpp"
@@ -18,6 +19,7 @@ struct NoiseRequest {
   double threshold_pct = 1.0;
   std::string format = "table";
   std::string output;
+  bool fail_noisy = false;
 };
 
 int noise(const NoiseRequest& r) {
@@ -36,7 +38,7 @@ int noise(const NoiseRequest& r) {
   write_text_output(r.format == "json" ? report::to_json(s).dump(1) + "\n"
                                        : report::render_noise_table(s),
                     r.output);
-  return 0;
+  return r.fail_noisy && s.noisy() > 0 ? to_int(ExitCode::check_failed) : to_int(ExitCode::ok);
 }
 
 }  // namespace
@@ -60,6 +62,8 @@ Command add_noise_command(CLI::App& app) {
   cmd->add_option("--format", r->format, "Standard output: table or json")
       ->capture_default_str();
   cmd->add_option("-o,--output", r->output, "Write the --format output to FILE, not stdout");
+  cmd->add_flag("--fail-noisy", r->fail_noisy,
+                "Exit 1 when a case's spread is above --threshold (default: report it, exit 0)");
   return {cmd, [r] { return noise(*r); }};
 }
 

@@ -144,6 +144,18 @@ TEST_CASE("moebench noise: recorded reports, table and JSON") {
   CHECK(first.at("medians").size() == 2);
 }
 
+TEST_CASE("moebench noise --fail-noisy: exit 1 only when a case is NOISY (a CI gate)") {
+  const auto noisy = moe::test::moebench("noise", report("h200-base.json"),
+                                          report("h200-same-build.json"),
+                                          report("h200-slower-5pct.json"), "--fail-noisy");
+  CHECK(noisy.exit_code == 1);
+  CHECK(noisy.out.find("NOISY") != std::string::npos);  // the table is still printed
+  const auto quiet = moe::test::moebench("noise", report("h200-base.json"),
+                                          report("h200-same-build.json"), "--fail-noisy");
+  CHECK(quiet.out.find("NOISY") == std::string::npos);
+  CHECK(quiet.exit_code == 0);
+}
+
 TEST_CASE("moebench noise: bad input exits 2 naming it") {
   const CliResult one = moe::test::moebench("noise", report("h200-base.json"));
   CHECK(one.exit_code == 2);
