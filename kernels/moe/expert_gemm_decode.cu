@@ -127,10 +127,19 @@ struct DecodeWarp {
   const BlockTables& tables;
   int lane;
   int stride;  // warps in the grid
-  int entry_end;  // entries of the current phase end here
   int vecs_per_row;
-  int segments;
-  int groups;  // int4 scale groups per row
+  int segments;  // K segments of a row
+  int groups;    // int4 scale groups per row
+  int entry_end = 0;  // entries of the current phase end here
+
+  __device__ DecodeWarp(const DecodeParams& params, const BlockTables& t, int lane_, int stride_)
+      : p(params),
+        tables(t),
+        lane(lane_),
+        stride(stride_),
+        vecs_per_row(params.k_len / T::kElemsPerVec),
+        segments((vecs_per_row + kSegVecs - 1) / kSegVecs),
+        groups(int4_groups(params.k_len)) {}
 
   // Ring slot: the weights of one piece (two rows) and, for int4, their scales.
   struct Slot {
@@ -368,8 +377,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
       tables.token_of_pair[routed_pairs + i] = i % p.m;
   __syncthreads();
 
-  Warp w{p, tables, lane, stride, 0, p.k_len / DecodeTraits<F>::kElemsPerVec, 0, int4_groups(p.k_len)};
-  w.segments = (w.vecs_per_row + Warp::kSegVecs - 1) / Warp::kSegVecs;
+  Warp w(p, tables, lane, stride);
   const int shared_units = S * p.units;
 
   // down reads h, written by gate_up: wait before anything. gate_up streams the shared
@@ -397,20 +405,23 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   w.run(first_unit_from(shared_units, warp_id, stride), active);
 }
 
-template <WeightFormat F, bool kGateUp>
-void launch_decode_format(const DecodeParams& p, long long max_units, cudaStream_t stream) {
-  // An expert holds at most one pair per token: M bounds the tokens of a pass.
-  auto kernel = p.m <= 1   ? decode_expert_gemm_kernel<F, kGateUp, 1>
-                : p.m <= 2 ? decode_expert_gemm_kernel<F, kGateUp, 2>
-                : p.m <= 4 ? decode_expert_gemm_kernel<F, kGateUp, 4>
-                           : decode_expert_gemm_kernel<F, kGateUp, 8>;
-  // resident_blocks caches per kernel signature: every instantiation here has the same launch
-  // bounds and shared memory, so the same occupancy.
-  const long long resident = detail::resident_blocks(kernel, kThreads);
+template <WeightFormat F, bool kGateUp, int kTokens>
+void launch_decode_shape(const DecodeParams& p, long long max_units, cudaStream_t stream) {
+  constexpr auto kernel = decode_expert_gemm_kernel<F, kGateUp, kTokens>;
+  const long long resident = detail::resident_blocks<kernel, kThreads>();
   const long long wanted = (max_units + kWarps - 1) / kWarps;
   const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
   detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
                  "decode_expert_gemm_kernel", p);
+}
+
+template <WeightFormat F, bool kGateUp>
+void launch_decode_format(const DecodeParams& p, long long max_units, cudaStream_t stream) {
+  // An expert holds at most one pair per token: M bounds the tokens of a pass.
+  if (p.m <= 1) return launch_decode_shape<F, kGateUp, 1>(p, max_units, stream);
+  if (p.m <= 2) return launch_decode_shape<F, kGateUp, 2>(p, max_units, stream);
+  if (p.m <= 4) return launch_decode_shape<F, kGateUp, 4>(p, max_units, stream);
+  launch_decode_shape<F, kGateUp, 8>(p, max_units, stream);
 }
 
 template <bool kGateUp>

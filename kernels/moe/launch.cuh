@@ -45,15 +45,17 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t sm
   if (status != cudaSuccess) ::moe::throw_cuda_error(status, name, __FILE__, __LINE__);
 }
 
-// Resident blocks of `kernel` on the current device at `threads` per block (cached per device).
-template <class Kernel>
-int resident_blocks(Kernel kernel, int threads) {
+// Resident blocks of `Kernel` on the current device at kThreads per block, cached per device.
+// The kernel is a template argument so each kernel has its own cache: a cache keyed by the
+// kernel's type would hand one kernel's occupancy to every kernel of the same signature.
+template <auto Kernel, int kThreads>
+int resident_blocks() {
   static int cached[64] = {};
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < 64 && cached[dev]) return cached[dev];
   int per_sm = 0, sms = 0;
-  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0));
   MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const int n = (per_sm > 0 ? per_sm : 1) * sms;
   if (dev < 64) cached[dev] = n;
