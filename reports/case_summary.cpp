@@ -1,5 +1,7 @@
 #include "reports/case_summary.hpp"
 
+#include "reports/metadata.hpp"
+
 namespace moe::report {
 
 using nlohmann::json;
@@ -11,12 +13,6 @@ std::optional<double> metric(const CaseResult& c, const char* name) {
   return it->second.value;
 }
 
-std::string str(const json& j, const char* pointer) {
-  const json::json_pointer p(pointer);
-  if (!j.is_object() || !j.contains(p) || j.at(p).is_null()) return "";
-  const json& v = j.at(p);
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
 }  // namespace
 
 CaseSummary summarize_case(const CaseResult& c) {
@@ -41,28 +37,27 @@ CaseSummary summarize_case(const CaseResult& c) {
 std::string describe_gpu(const Report& r) {
   const json& e = r.environment;
   if (!e.is_object() || !e.contains("gpu")) return "unknown GPU";
-  const json& g = e.at("gpu");
-  if (g.is_object() && g.value("available", true) == false)
-    return "no GPU (" + str(g, "/reason") + ")";
-  std::string out = str(e, "/gpu/name");
+  if (!metadata_flag(e, "/gpu/available", true))
+    return "no GPU (" + metadata_text(e, "/gpu/reason") + ")";
+  std::string out = metadata_text(e, "/gpu/name");
   if (out.empty()) out = "unknown GPU";
   std::string detail;
-  if (auto cc = str(e, "/gpu/compute_capability"); !cc.empty()) detail += "cc " + cc;
-  if (auto sms = str(e, "/gpu/sm_count"); !sms.empty())
+  if (auto cc = metadata_text(e, "/gpu/compute_capability"); !cc.empty()) detail += "cc " + cc;
+  if (auto sms = metadata_text(e, "/gpu/sm_count"); !sms.empty())
     detail += (detail.empty() ? "" : ", ") + sms + " SMs";
   if (!detail.empty()) out += " (" + detail + ")";
-  if (auto d = str(e, "/software/cuda_driver"); !d.empty()) out += ", driver " + d;
-  if (auto rt = str(e, "/software/cuda_runtime"); !rt.empty()) out += ", runtime " + rt;
+  if (auto d = metadata_text(e, "/software/cuda_driver"); !d.empty()) out += ", driver " + d;
+  if (auto rt = metadata_text(e, "/software/cuda_runtime"); !rt.empty()) out += ", runtime " + rt;
   return out;
 }
 
 std::string describe_tool(const Report& r) {
-  std::string out = "moebench " + str(r.tool, "/version");
-  const std::string commit = str(r.tool, "/git_commit");
+  std::string out = "moebench " + metadata_text(r.tool, "/version");
+  const std::string commit = metadata_text(r.tool, "/git_commit");
   if (!commit.empty()) out += " " + commit.substr(0, 12);
-  if (r.tool.is_object() && r.tool.value("git_dirty", false)) out += "+dirty";
-  std::string detail = str(r.tool, "/build_type");
-  if (auto a = str(r.tool, "/cuda_architectures"); !a.empty())
+  if (metadata_flag(r.tool, "/git_dirty", false)) out += "+dirty";
+  std::string detail = metadata_text(r.tool, "/build_type");
+  if (auto a = metadata_text(r.tool, "/cuda_architectures"); !a.empty())
     detail += (detail.empty() ? "" : ", ") + std::string("arch ") + a;
   if (!detail.empty()) out += " (" + detail + ")";
   return out;

@@ -1,6 +1,7 @@
 #include "reports/gbench_export.hpp"
 
 #include "reports/case_summary.hpp"
+#include "reports/metadata.hpp"
 
 namespace moe::report {
 
@@ -8,22 +9,17 @@ using nlohmann::json;
 
 json to_gbench_json(const Report& r) {
   const json& env = r.environment;
-  json context{{"date", r.invocation.is_object() ? r.invocation.value("started_at", "") : ""},
+  json context{{"date", metadata_string(r.invocation, "/started_at")},
                {"executable", "moebench"},
-               {"host_name", env.is_object() && env.contains("host")
-                                 ? env["host"].value("hostname", "")
-                                 : ""},
-               {"num_cpus", env.is_object() && env.contains("host")
-                                ? env["host"].value("cpu_count", 0)
-                                : 0},
+               {"host_name", metadata_string(env, "/host/hostname")},
+               {"num_cpus", metadata_integer(env, "/host/cpu_count", 0)},
                {"mhz_per_cpu", 0},
                {"cpu_scaling_enabled", false},
                {"caches", json::array()},
                {"library_build_type",
-                r.tool.is_object() && r.tool.value("build_type", "") == "Debug" ? "debug"
-                                                                                 : "release"},
-               {"moebench_version", r.tool.is_object() ? r.tool.value("version", "") : ""},
-               {"moebench_git_commit", r.tool.is_object() ? r.tool.value("git_commit", "") : ""},
+                metadata_string(r.tool, "/build_type") == "Debug" ? "debug" : "release"},
+               {"moebench_version", metadata_string(r.tool, "/version")},
+               {"moebench_git_commit", metadata_string(r.tool, "/git_commit")},
                {"gpu", describe_gpu(r)}};
   json benchmarks = json::array();
   int family = 0;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reports/case_summary.hpp"
+#include "reports/metadata.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -252,10 +253,10 @@ std::string render_html(const Report& r) {
   out << page_start("moebench report: " + to_string(overall));
   out << "<header><h1>moebench report " << pill(to_string(overall), to_string(overall))
       << "</h1>\n<p>" << h(describe_tool(r)) << " on " << h(describe_gpu(r)) << "</p>\n";
-  if (r.invocation.is_object() && r.invocation.contains("started_at"))
-    out << "<p>started " << h(r.invocation.value("started_at", "")) << "</p>\n";
+  if (const std::string started = metadata_string(r.invocation, "/started_at"); !started.empty())
+    out << "<p>started " << h(started) << "</p>\n";
   out << "</header>\n";
-  if (r.invocation.is_object() && !r.invocation.value("complete", true))
+  if (!metadata_flag(r.invocation, "/complete", true))
     out << "<div class=\"warn\">The run did not finish: this report holds the cases measured "
            "before it stopped.</div>\n";
   std::map<Verdict, std::size_t> counts;

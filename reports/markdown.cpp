@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "reports/case_summary.hpp"
+#include "reports/metadata.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
 
@@ -61,10 +62,10 @@ std::string render_markdown(const Report& r) {
   std::ostringstream out;
   out << "## moebench report: " << verdict_badge(r.overall()) << "\n\n";
   out << escape_markdown_cell(describe_tool(r)) << " on " << escape_markdown_cell(describe_gpu(r));
-  if (r.invocation.is_object() && r.invocation.contains("started_at"))
-    out << ", " << r.invocation.value("started_at", "");
+  if (const std::string started = metadata_string(r.invocation, "/started_at"); !started.empty())
+    out << ", " << started;
   out << "\n\n";
-  if (r.invocation.is_object() && !r.invocation.value("complete", true))
+  if (!metadata_flag(r.invocation, "/complete", true))
     out << "> [!WARNING]\n> The run did not finish: this report holds the cases measured before "
            "it stopped.\n\n";
   if (auto rc = read_ceiling_gbps(r)) out << "Read ceiling: **" << fmt(*rc) << " GB/s**\n\n";

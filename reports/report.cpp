@@ -7,6 +7,7 @@
 
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
+#include "reports/metadata.hpp"
 
 namespace moe::report {
 
@@ -273,6 +274,7 @@ Report load_report(const std::string& path) {
     throw UsageError("report '" + path + "': field \"schema_version\" = " + version.dump() +
                      " must be at least 1");
   try {
+    check_metadata_types(j);
     return j.get<Report>();
   } catch (const json::exception& e) {
     throw UsageError("report '" + path + "' has a missing or mistyped field: " + e.what());

@@ -60,6 +60,8 @@ edit_report 'r["cases"][0]["verdict"]="MAYBE"' report-bad-verdict.json
 edit_report 'r["cases"][0]["m"]="1"' report-m-string.json
 edit_report 'r["cases"][0]["measurements"]["main"]["raw"]["gpu_time_us"]=["x"]' report-sample-string.json
 edit_report 'del r["cases"][0]["probe"]' report-no-probe.json
+edit_report 'r["tool"]["git_dirty"]=1' report-git-dirty-number.json
+edit_report 'r["environment"]["gpu"]=[]' report-gpu-array.json
 echo '{"schema": "moebench.report", "schema_version": 1e400}' >report-number-overflow.json
 
 case_src=$root/tests/data/cases/with-shape-object.json
@@ -188,6 +190,8 @@ compare unknown verdict	compare report-bad-verdict.json "$root/tests/data/report
 compare m as string	compare report-m-string.json "$root/tests/data/reports/h200-copy.json"
 compare sample as string	compare report-sample-string.json "$root/tests/data/reports/h200-copy.json"
 compare case without probe	compare report-no-probe.json "$root/tests/data/reports/h200-copy.json"
+compare git_dirty a number	compare report-git-dirty-number.json "$root/tests/data/reports/h200-copy.json"
+compare gpu an array	compare report-gpu-array.json "$root/tests/data/reports/h200-copy.json"
 compare number 1e400	compare report-number-overflow.json "$root/tests/data/reports/h200-copy.json"
 compare a case file	compare "$root/tests/data/cases/with-shape-object.json" "$root/tests/data/reports/h200-copy.json"
 compare a shape file	compare "$root/fixtures/shapes/tiny.json" "$root/tests/data/reports/h200-copy.json"
@@ -215,6 +219,7 @@ render truncated report	render report-truncated.json
 render newer schema	render report-newer.json
 render unknown verdict	render report-bad-verdict.json
 render sample as string	render report-sample-string.json
+render git_dirty a number	render report-git-dirty-number.json
 render number 1e400	render report-number-overflow.json
 render --format foo	render "$root/tests/data/reports/h200-copy.json" --format foo
 repro missing file	repro /nonexistent.json

@@ -5,7 +5,11 @@
 #
 #   scripts/fuzz.sh                      # all targets, as CI runs them
 #   scripts/fuzz.sh fuzz_report_loader   # one target
-#   MOEBENCH_FUZZ_SECONDS=600 scripts/fuzz.sh
+#   MOEBENCH_FUZZ_SECONDS=600 MOEBENCH_FUZZ_SEED=0 scripts/fuzz.sh   # longer, a new seed each run
+#
+# The mutation seed defaults to 1 so that CI explores the same inputs first on every commit: a
+# finding there follows the change, not the luck of the run. Seed 0 lets libFuzzer pick one
+# (printed in the log as "Seed:"), for local exploration.
 #
 # Exits 1 when a target found something (a crash, a sanitizer report, an exception other than
 # moe::UsageError, a timeout, running out of memory); the input is kept in BUILD/fuzz/findings/
@@ -16,6 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MOEBENCH_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${MOEBENCH_FUZZ_SECONDS:-60}
+seed=${MOEBENCH_FUZZ_SEED:-1}
 "$root/scripts/setup.sh"
 export PATH="$PATH:/usr/local/cuda/bin"  # project() enables CUDA; no CUDA file is built here
 
@@ -40,7 +45,7 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for ${seconds}s (seeds: ${seeds#$root/}, log: $log)" >&2
   # -timeout: one input taking 10 s is a hang worth reporting; -rss_limit_mb likewise for memory.
   if "$build/tests/fuzz/$t" "$corpus" "$seeds" "$regressions" -dict="$root/tests/fuzz/json.dict" \
-       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+       -max_total_time="$seconds" -seed="$seed" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$findings/" >"$log" 2>&1; then
     echo "fuzz: $t clean: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') runs," \
          "$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}')/s," \

@@ -12,6 +12,7 @@
 #include "apps/moebench/probe_runner.hpp"
 #include "common/cuda_check.hpp"
 #include "engine/device.hpp"
+#include "reports/metadata.hpp"
 
 namespace moe::cli {
 
@@ -113,7 +114,7 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
     bool complete = false;
     if (std::filesystem::exists(child.output)) {
       const report::Report r = report::load_report(child.output);
-      complete = r.invocation.value("complete", false);
+      complete = report::metadata_flag(r.invocation, "/complete", false);
       for (const report::CaseResult& c : r.cases) {
         std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(), c.key().c_str());
         report.cases.push_back(c);

@@ -10,6 +10,7 @@
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
 #include "probes/probe.hpp"
+#include "reports/metadata.hpp"
 
 namespace moe::cli {
 
@@ -160,7 +161,7 @@ int exit_code_for(const report::Report& r) {
     case report::Verdict::error: {
       // Only errors of the machine (not enough device memory): the environment exit code.
       for (const report::CaseResult& c : r.cases)
-        if (c.verdict == report::Verdict::error && !c.evidence.value("environment", false))
+        if (c.verdict == report::Verdict::error && !report::metadata_flag(c.evidence, "/environment", false))
           return to_int(ExitCode::probe_error);
       return to_int(ExitCode::environment);
     }

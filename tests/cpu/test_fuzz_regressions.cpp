@@ -14,6 +14,9 @@
 #include "common/errors.hpp"
 #include "engine/shape.hpp"
 #include "reports/case_file.hpp"
+#include "reports/gbench_export.hpp"
+#include "reports/html_page.hpp"
+#include "reports/markdown.hpp"
 #include "reports/report.hpp"
 
 namespace fs = std::filesystem;
@@ -120,4 +123,45 @@ TEST_CASE("a folder given where a file belongs is a usage error in every loader"
   CHECK(refusal(kShapeLoader, dir).find("is a folder") != std::string::npos);
   CHECK(refusal(kReportLoader, dir).find("is a folder") != std::string::npos);
   CHECK(refusal(kCaseLoader, dir).find("is a folder") != std::string::npos);
+}
+
+TEST_CASE("a metadata field a renderer reads as a type is refused by name when mistyped") {
+  // tool.git_dirty = 1 loaded, then json::type_error escaped from describe_tool in the Markdown
+  // renderer (CI's fuzz_report_loader, the saved input above is that finding).
+  const std::string base = R"({"schema": "moebench.report", "schema_version": 1, "tool": TOOL,
+    "invocation": INVOCATION, "environment": ENVIRONMENT, "options": {}, "cases": []})";
+  auto with = [&](const std::string& tool, const std::string& invocation,
+                  const std::string& environment) {
+    std::string text = base;
+    text.replace(text.find("TOOL"), 4, tool);
+    text.replace(text.find("INVOCATION"), 10, invocation);
+    text.replace(text.find("ENVIRONMENT"), 11, environment);
+    return write_temp(text);
+  };
+  CHECK(refusal(kReportLoader, with(R"({"git_dirty": 1})", "{}", "{}"))
+            .find("field \"tool.git_dirty\" = 1 must be true or false") != std::string::npos);
+  CHECK(refusal(kReportLoader, with("{}", R"({"started_at": 5})", "{}"))
+            .find("\"invocation.started_at\" = 5 must be a string") != std::string::npos);
+  CHECK(refusal(kReportLoader, with("{}", R"({"complete": "yes"})", "{}"))
+            .find("\"invocation.complete\"") != std::string::npos);
+  CHECK(refusal(kReportLoader, with("{}", "{}", R"({"host": {"cpu_count": 1.5}})"))
+            .find("\"environment.host.cpu_count\" = 1.5 must be an integer") != std::string::npos);
+  CHECK(refusal(kReportLoader, with("{}", "{}", R"({"gpu": []})"))
+            .find("\"environment.gpu\" = [] must be an object") != std::string::npos);
+  CHECK(refusal(kReportLoader, with("[]", "{}", "{}"))
+            .find("\"tool\" = [] must be an object") != std::string::npos);
+  CHECK(refusal(kReportLoader, with(R"({"git_dirty": null})", "{}", "{}")).empty());  // absent
+}
+
+TEST_CASE("fields printed as text may hold any JSON and every renderer still runs") {
+  const std::string path = write_temp(R"({"schema": "moebench.report", "schema_version": 1,
+    "tool": {"version": "0.1.0", "cuda_architectures": ["90a", 100], "cxx_compiler": {}},
+    "invocation": {}, "environment": {"gpu": {"name": {"odd": true}, "sm_count": "many",
+    "available": true}, "software": {"cuda_driver": [1]}}, "options": {"l2": 7}, "cases": []})");
+  const moe::report::Report r = moe::report::load_report(path);
+  const std::string md = moe::report::render_markdown(r);
+  CHECK(md.find("arch [\"90a\",100]") != std::string::npos);
+  CHECK(md.find("many SMs") != std::string::npos);
+  CHECK_FALSE(moe::report::render_html(r).empty());
+  CHECK(moe::report::to_gbench_json(r)["context"]["moebench_version"] == "0.1.0");
 }
