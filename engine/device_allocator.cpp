@@ -71,7 +71,7 @@ DeviceBuffer DeviceAllocator::allocate(std::size_t bytes) {
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       std::size_t free = 0, total = 0;
-      cudaMemGetInfo(&free, &total);
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess) (void)cudaGetLastError();  // message only
       throw EnvironmentError("device memory exhausted: asked for " + std::to_string(cls) +
                              " bytes, " + std::to_string(free) + " of " + std::to_string(total) +
                              " free (" + std::to_string(stats_.bytes_in_use) +

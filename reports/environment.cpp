@@ -63,7 +63,10 @@ json gpu_info(int device, std::string* why_not) {
     return nullptr;
   }
   char pci[32] = {};
-  cudaDeviceGetPCIBusId(pci, sizeof pci, device);
+  if (cudaDeviceGetPCIBusId(pci, sizeof pci, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    pci[0] = '\0';  // best effort: the report says "" rather than failing the run
+  }
   json g{{"index", device},
          {"name", p.name},
          {"uuid", uuid_string(p.uuid)},
@@ -104,7 +107,7 @@ json capture_environment(int device_index) {
   env["host"] = host_info();
   json sw;
   int runtime = 0, driver = 0;
-  cudaRuntimeGetVersion(&runtime);
+  (void)cudaRuntimeGetVersion(&runtime);  // needs no device: cannot fail once linked
   sw["cuda_runtime"] = version_string(runtime);
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
     sw["cuda_driver"] = version_string(driver);

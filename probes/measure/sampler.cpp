@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "common/cuda_check.hpp"
 #include "common/cuda_event.hpp"
 #include "common/gpu_clocks.hpp"
 #include "engine/fault_injection.hpp"
@@ -129,10 +130,12 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   const auto began = Clock::now();
 
   auto read_ready = [&](Sample& s) {
-    if (s.read || cudaEventQuery(s.stop.handle()) != cudaSuccess) {
-      (void)cudaGetLastError();  // cudaErrorNotReady is not an error here
-      return;
-    }
+    if (s.read) return;
+    const cudaError_t status = cudaEventQuery(s.stop.handle());
+    if (status == cudaErrorNotReady) return;  // still running: not an error
+    // Anything else is the stream's fault (an illegal address in the timed work): report it
+    // here, named, instead of polling on until the time limit.
+    if (status != cudaSuccess) throw_cuda_error(status, "cudaEventQuery", __FILE__, __LINE__);
     s.read = true;
     gpu_s.push_back(s.stop.elapsed_ms_since(s.start) * 1e-3);
   };
