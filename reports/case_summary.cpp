@@ -12,7 +12,6 @@ std::optional<double> metric(const CaseResult& c, const char* name) {
   if (it == c.metrics.end()) return std::nullopt;
   return it->second.value;
 }
-
 }  // namespace
 
 CaseSummary summarize_case(const CaseResult& c) {

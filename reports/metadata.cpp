@@ -1,5 +1,6 @@
 #include "reports/metadata.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/errors.hpp"
