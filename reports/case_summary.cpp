@@ -23,10 +23,8 @@ CaseSummary summarize_case(const CaseResult& c) {
     s.measurement = it->first;
     if (!m.gpu_time_us.empty()) s.gpu_time_us = m.gpu_time();
     if (!m.host_time_us.empty()) s.host_time_us = m.host_time().median;
-    // Time kernels ran: the busy time where recorded (summed durations count overlapping
-    // kernels twice), else the sum (older reports).
-    if (m.kernel_timing && !m.kernel_busy_us.empty()) s.kernel_time_us = m.kernel_busy().median;
-    else if (m.kernel_timing && !m.kernel_time_us.empty()) s.kernel_time_us = m.kernel_time().median;
+    if (m.kernel_timing && !m.time_in_kernels_us().empty())
+      s.kernel_time_us = summarize(m.time_in_kernels_us()).median;
   }
   s.gbps = metric(c, "gbps");
   s.pct_of_read_ceiling = metric(c, "pct_of_read_ceiling");

@@ -64,11 +64,15 @@ std::string as_typed(double v) {  // the value as the user typed it, nan and inf
 }
 }  // namespace
 
-void CompareOptions::validate() const {
+void validate_metrics_and_threshold(const std::vector<ComparedMetric>& metrics, double threshold) {
   if (metrics.empty()) throw UsageError("--metric must name at least one of gpu, host, gbps");
-  if (!(min_effect > 0 && min_effect < 1))
-    throw UsageError("--threshold " + as_typed(100 * min_effect) +
+  if (!(threshold > 0 && threshold < 1))
+    throw UsageError("--threshold " + as_typed(100 * threshold) +
                      " is out of range: a percentage above 0 and below 100");
+}
+
+void CompareOptions::validate() const {
+  validate_metrics_and_threshold(metrics, min_effect);
   if (!(confidence >= 0.5 && confidence < 1))
     throw UsageError("--confidence " + as_typed(confidence) + " is out of range: 0.5 <= c < 1");
   if (min_samples_for_rank_test < 2)
@@ -241,13 +245,10 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
     for (const auto& [name, hm] : c.measurements) {
       if (!b->second->measurements.contains(name)) continue;
       const Measurement& bm = b->second->measurements.at(name);
-      for (const auto* m : {&bm, &hm}) {
-        if (m->throttled_samples() > 0)
+      for (const auto* m : {&bm, &hm})
+        if (const std::string note = m->throttling_note(); !note.empty())
           out.warnings.push_back(std::string(m == &bm ? "base" : "head") + " case " + c.key() +
-                                 " [" + name + "]: " + std::to_string(m->throttled_samples()) +
-                                 " of " + std::to_string(m->samples()) +
-                                 " samples ran with the clocks throttled");
-      }
+                                 " [" + name + "]: " + note);
       const bool host = std::find(options.metrics.begin(), options.metrics.end(),
                                   ComparedMetric::host_time) != options.metrics.end();
       if (host && bm.host_time_includes_cupti() != hm.host_time_includes_cupti())

@@ -21,6 +21,10 @@ ComparedMetric compared_metric_from_string(const std::string& s);  // UsageError
 // --metric's values: each once, in the order first given; UsageError naming an invalid one.
 std::vector<ComparedMetric> compared_metrics_from_strings(const std::vector<std::string>& names);
 
+// The checks --metric and --threshold share in compare and noise: UsageError unless metrics
+// is non-empty and 0 < threshold < 1 (a fraction; the message shows it in percent).
+void validate_metrics_and_threshold(const std::vector<ComparedMetric>& metrics, double threshold);
+
 enum class Change { faster, slower, same, ambiguous };
 std::string to_string(Change c);  // FASTER, SLOWER, SAME, AMBIGUOUS
 

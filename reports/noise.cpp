@@ -16,15 +16,7 @@ namespace moe::report {
 
 using nlohmann::json;
 
-void NoiseOptions::validate() const {
-  if (metrics.empty()) throw UsageError("--metric must name at least one of gpu, host, gbps");
-  if (!(max_spread > 0 && max_spread < 1)) {
-    std::ostringstream typed;
-    typed << 100 * max_spread;
-    throw UsageError("--threshold " + typed.str() +
-                     " is out of range: a percentage above 0 and below 100");
-  }
-}
+void NoiseOptions::validate() const { validate_metrics_and_threshold(metrics, max_spread); }
 
 MedianSpread median_spread(const std::vector<double>& medians) {
   MedianSpread s;
@@ -90,11 +82,8 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
         continue;
       }
       for (const auto& [name, m] : c.measurements) {
-        if (m.throttled_samples() > 0)
-          out.warnings.push_back(labels[r] + " case " + c.key() + " [" + name + "]: " +
-                                 std::to_string(m.throttled_samples()) + " of " +
-                                 std::to_string(m.samples()) +
-                                 " samples ran with the clocks throttled");
+        if (const std::string note = m.throttling_note(); !note.empty())
+          out.warnings.push_back(labels[r] + " case " + c.key() + " [" + name + "]: " + note);
         for (ComparedMetric metric : options.metrics) {
           const std::vector<double> series = metric_series(c, name, metric);
           if (series.empty()) continue;  // not applicable (no GB/s for this case)

@@ -53,6 +53,13 @@ std::size_t Measurement::throttled_samples() const {
   return n;
 }
 
+std::string Measurement::throttling_note() const {
+  const std::size_t n = throttled_samples();
+  if (n == 0) return "";
+  return std::to_string(n) + " of " + std::to_string(samples()) +
+         " samples ran with the clocks throttled";
+}
+
 const std::vector<double>& Measurement::main_loop_host_time_us() const {
   return host_time_with_cupti_us.empty() ? host_time_us : host_time_with_cupti_us;
 }
@@ -124,8 +131,7 @@ void to_json(json& j, const Measurement& m) {
     j["kernel_time_us"] = m.kernel_time();
     j["kernel_count"] = summarize(m.kernel_count);
     // Launch gaps and host-side stalls inside the window: event time with no kernel running.
-    // The busy time where recorded: summed durations double-count overlapping kernels.
-    const std::vector<double>& in_kernels = m.kernel_busy_us.empty() ? m.kernel_time_us : m.kernel_busy_us;
+    const std::vector<double>& in_kernels = m.time_in_kernels_us();
     std::vector<double> gap(m.gpu_time_us.size());
     for (std::size_t i = 0; i < gap.size() && i < in_kernels.size(); ++i)
       gap[i] = m.gpu_time_us[i] - in_kernels[i];

@@ -48,6 +48,13 @@ struct Measurement {
   Stats kernel_busy() const;
   std::size_t samples() const { return gpu_time_us.size(); }
   std::size_t throttled_samples() const;
+  // "3 of 40 samples ran with the clocks throttled", or "" when none did.
+  std::string throttling_note() const;
+  // Per sample, the time kernels ran: the busy time (union) where recorded, else the summed
+  // durations (older reports), which count kernels that overlap under PDL twice.
+  const std::vector<double>& time_in_kernels_us() const {
+    return kernel_busy_us.empty() ? kernel_time_us : kernel_busy_us;
+  }
   // The host times of the samples gpu_time_us came from, index-aligned with it.
   const std::vector<double>& main_loop_host_time_us() const;
   // Whether host_time_us paid CUPTI's per-launch cost: kernel-timed reports from before the

@@ -15,6 +15,16 @@ const CLI::Validator& whole_number() {
   return v;
 }
 
+CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
+                               const std::string& purpose) {
+  return cmd
+      ->add_option("--metric", metrics,
+                   purpose + ", comma-separated: gpu (GPU-event time), host (host enqueue "
+                             "time), gbps (GB/s)")
+      ->delimiter(',')
+      ->capture_default_str();
+}
+
 std::string fixtures_dir(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("MOEBENCH_FIXTURES")) return env;

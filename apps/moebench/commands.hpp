@@ -29,6 +29,10 @@ Command add_selftest_command(CLI::App& app, const std::vector<std::string>& argv
 // anything but digits, naming the value.
 const CLI::Validator& whole_number();
 
+// --metric of compare and noise: comma-separated names of reports/compare.hpp's metrics.
+CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
+                               const std::string& purpose);
+
 // Where shapes and cases live: --fixtures, else $MOEBENCH_FIXTURES, else the source tree's.
 std::string fixtures_dir(const std::string& flag);
 

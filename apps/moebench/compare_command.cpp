@@ -63,11 +63,7 @@ Command add_compare_command(CLI::App& app) {
       "distributions; exits 1 on a regression or a worse verdict");
   cmd->add_option("base", r->base, "Base report (JSON), e.g. the main branch's")->required();
   cmd->add_option("head", r->head, "Head report (JSON), e.g. the pull request's")->required();
-  cmd->add_option("--metric", r->metrics,
-                  "Metrics to compare, comma-separated: gpu (GPU-event time), host (host "
-                  "enqueue time), gbps (GB/s)")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_metric_option(cmd, r->metrics, "Metrics to compare");
   cmd->add_option("--threshold", r->threshold_pct,
                   "Smallest relative change that counts, in percent of the base median")
       ->capture_default_str();

@@ -51,11 +51,7 @@ Command add_noise_command(CLI::App& app) {
       "the spread of those medians ((max - min) / mean and std / mean); see scripts/noise.sh");
   cmd->add_option("reports", r->reports, "Reports (JSON) of separate runs of the same cases")
       ->required();
-  cmd->add_option("--metric", r->metrics,
-                  "Metrics, comma-separated: gpu (GPU-event time), host (host enqueue time), "
-                  "gbps (GB/s)")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_metric_option(cmd, r->metrics, "Metrics");
   cmd->add_option("--threshold", r->threshold_pct,
                   "Spread of the medians above this, in percent of their mean, is NOISY")
       ->capture_default_str();
