@@ -8,11 +8,22 @@
 # the test_* binaries (copied to a GPU machine); default build/. Needs a GPU. Settings:
 #   MOEBENCH_FIXTURES               shapes/ and cases/ for moebench (default: the repo's fixtures/)
 #   MOEBENCH_SANITIZER_TOOLS        default "memcheck racecheck synccheck initcheck"
-#   MOEBENCH_SANITIZER_TESTS        GPU test binaries to run (default: those of tests/gpu/)
+#   MOEBENCH_SANITIZER_TESTS        GPU test binaries to run (default: those of tests/gpu/ but
+#                                   test_bug_probes, whose selftest plants the bugs on purpose)
+#   MOEBENCH_SANITIZER_TEST_ARGS     doctest arguments of every test binary (default: leave out
+#                                   the test cases that plant a bug, an illegal address or a
+#                                   mutation, on purpose, and the model shapes; see below)
 #   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
 #   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
 #                                   `moebench list`); "suite" runs them all in one `moebench run`
 #   MOEBENCH_SANITIZER_TIMEOUT      seconds per tool and binary (default 1800)
+#   MOEBENCH_SANITIZER_DEADLINE     seconds for the whole script (default none): each run's limit
+#                                   is cut to what is left, and runs that would start after it
+#                                   are listed as NOT RUN, so a lent machine's minutes still
+#                                   give a summary
+#   MOEBENCH_SANITIZER_JOBS         (tool, binary) runs at once (default 1); the tools slow the
+#                                   host side as much as the kernels, so on a GPU with memory
+#                                   to spare 4 to 8 jobs finish several times sooner
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
 #
@@ -50,9 +61,18 @@ if [[ -n "${MOEBENCH_SANITIZER_TESTS:-}" ]]; then
 else
   test_names=()
   for src in "$root"/tests/gpu/test_*.cpp "$root"/tests/gpu/test_*.cu; do
-    [[ -e "$src" ]] && test_names+=("$(basename "${src%.*}")")
+    name=$(basename "${src%.*}")
+    # Its one test case is `moebench selftest`, which runs every mutation: sanitizer errors
+    # there are the bugs it plants. The clean probes run below as the default suite.
+    [[ -e "$src" && $name != test_bug_probes ]] && test_names+=("$name")
   done
 fi
+# Test cases left out by default: those that plant a bug on purpose (a mutation, the illegal
+# address of test_run_isolation), whose sanitizer errors would be the point, not a finding;
+# and the model shapes of test_moe_kernels (the same kernels as the tiny shapes, every path,
+# at sizes whose CPU reference alone takes a minute). MOEBENCH_SANITIZER_TEST_ARGS= runs all.
+default_test_args="--test-case-exclude=*mutation*,a sticky CUDA error*,forward on the model shapes*"
+read -r -a test_args <<<"${MOEBENCH_SANITIZER_TEST_ARGS-$default_test_args}"
 
 # The default suite on the smallest shapes and few samples: every probe's kernels and host paths
 # run, in minutes rather than hours under the slowest tool. CUPTI (kernel timing) is off: it
@@ -69,6 +89,11 @@ else
   ((${#probes[@]})) || probes=(suite)
 fi
 limit=${MOEBENCH_SANITIZER_TIMEOUT:-1800}
+jobs=${MOEBENCH_SANITIZER_JOBS:-1}
+deadline=${MOEBENCH_SANITIZER_DEADLINE:-}
+[[ -z $deadline || $deadline =~ ^[1-9][0-9]*$ ]] || { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_DEADLINE='$deadline' must be a whole number of seconds >= 1" >&2; exit 2; }
+t_start=$(date +%s)
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_JOBS='$jobs' must be a whole number >= 1" >&2; exit 2; }
 out=${MOEBENCH_SANITIZER_OUT:-compute-sanitizer-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -81,19 +106,26 @@ summary=$out/summary.md
   echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "- $("$sanitizer" --version 2>/dev/null | grep -i version | head -1)"
   echo "- moebench run ${run_args[*]}"
+  echo "- test binaries: ${test_names[*]}; doctest arguments: ${test_args[*]:-(none)}"
   echo
   echo "| tool | binary | result | errors | exit | seconds | log |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
 } >"$summary"
 
-status=0
+rows=$out/rows
+mkdir -p "$rows"
 # One (tool, binary) run: the sanitizer's exit code 99 means it found errors. Child processes
 # (moebench runs probes in children) are followed, and their error summaries are added up.
 run_one() {
-  local tool=$1 label=$2; shift 2
+  local seq=$1 tool=$2 label=$3; shift 3
   local log=$out/$tool-$label.log start rc errors result
   start=$(date +%s)
-  timeout --signal=INT --kill-after=60 "$limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+  local run_limit=$limit
+  if [[ -n $deadline ]] && ((t_start + deadline - start < run_limit)); then
+    run_limit=$((t_start + deadline - start))
+  fi
+  # TERM, not INT: a background job of a script ignores SIGINT, and so would its children.
+  timeout --signal=TERM --kill-after=20 "$run_limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
     --target-processes all --print-limit 200 "$@" >"$log" 2>&1
   rc=$?
   # One "ERROR SUMMARY: N errors" per process (not the "N errors were not printed" line).
@@ -107,30 +139,49 @@ run_one() {
   elif ((rc == 3)); then result="NO GPU"  # moebench's environment exit: nothing was checked
   else result=FAILED
   fi
-  case $result in CLEAN*|SKIPPED) ;; *) status=1 ;; esac
-  echo "| $tool | $label | $result | $errors | $rc | $(($(date +%s) - start)) | ${log#$out/} |" >>"$summary"
+  echo "| $tool | $label | $result | $errors | $rc | $(($(date +%s) - start)) | ${log#$out/} |" >"$rows/$seq.row"
   echo "compute-sanitizer: $tool $label: $result ($errors errors, exit $rc)" >&2
 }
 
-for tool in "${tools[@]}"; do
-  for name in "${test_names[@]}"; do
-    if path=$(find_binary "$name"); then
-      run_one "$tool" "$name" "$path"
-    else
-      echo "| $tool | $name | MISSING | | | | |" >>"$summary"
-      echo "compute-sanitizer: $name not found in $bin" >&2
-      status=1
-    fi
-  done
-  # One run a probe: a slow probe under a slow tool then costs its own row, not the others'.
-  for probe in "${probes[@]}"; do
+# Starts one run in the background once fewer than $jobs are running; rows are numbered in
+# the order they were asked for, so the summary reads the same whatever finished first.
+seq=0
+start_run() {
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n; done
+  seq=$((seq + 1))
+  if [[ -n $deadline ]] && (($(date +%s) - t_start >= deadline - 5)); then
+    echo "| $1 | $2 | NOT RUN (deadline) | | | | |" >"$rows/$(printf %03d $seq).row"
+    return
+  fi
+  run_one "$(printf %03d $seq)" "$@" &
+}
+# Binary by binary, every tool on each: a deadline then cuts the last binaries, not a whole tool.
+for name in "${test_names[@]}"; do
+  if path=$(find_binary "$name"); then
+    for tool in "${tools[@]}"; do start_run "$tool" "$name" "$path" "${test_args[@]}"; done
+  else
+    seq=$((seq + 1))
+    echo "| all | $name | MISSING | | | | |" >"$rows/$(printf %03d $seq).row"
+    echo "compute-sanitizer: $name not found in $bin" >&2
+  fi
+done
+# One run a probe: a slow probe under a slow tool then costs its own row, not the others'.
+for probe in "${probes[@]}"; do
+  for tool in "${tools[@]}"; do
     if [[ $probe == suite ]]; then
-      run_one "$tool" moebench-run "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
+      start_run "$tool" moebench-run "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
     else
-      run_one "$tool" "moebench-$probe" "$moebench" run "$probe" "${run_args[@]}" -o "$out/$tool-$probe.json"
+      start_run "$tool" "moebench-$probe" "$moebench" run "$probe" "${run_args[@]}" -o "$out/$tool-$probe.json"
     fi
   done
 done
+wait
+cat "$rows"/*.row >>"$summary" 2>/dev/null
+rm -rf "$rows"
+# Clean means every row says CLEAN (FAIL verdicts included) or SKIPPED.
+status=0
+awk -F' [|] ' 'NR > 0 && $3 != "" && $3 !~ /^(CLEAN|SKIPPED|result|---)/ {bad = 1} END {exit bad}' \
+  <(grep '^| ' "$summary") || status=1
 
 echo >>"$summary"
 echo "Logs and the reports of the moebench runs are beside this file." >>"$summary"

@@ -16,8 +16,16 @@ __global__ void fill_pattern_kernel(std::uint32_t* dst, std::size_t words, std::
 
 __device__ inline std::uint32_t fold(uint4 v) { return v.x ^ v.y ^ v.z ^ v.w; }
 
-__global__ void read_stream_kernel(const uint4* __restrict__ src, std::size_t vecs,
-                                   std::uint32_t* xor_out) {
+// kEvictFirst: streaming loads (evict-first), for the read ceiling; otherwise loads cached at
+// L2 with normal priority, so the lines they bring in displace what the L2 held.
+template <bool kEvictFirst>
+__device__ inline uint4 load(const uint4* p) {
+  if constexpr (kEvictFirst) return __ldcs(p);
+  else return __ldcg(p);
+}
+
+template <bool kEvictFirst>
+__global__ void read_kernel(const uint4* __restrict__ src, std::size_t vecs, std::uint32_t* xor_out) {
   const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
   std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   std::uint32_t acc = 0;
@@ -25,11 +33,11 @@ __global__ void read_stream_kernel(const uint4* __restrict__ src, std::size_t ve
   for (; i + (kLoadsInFlight - 1) * stride < vecs; i += kLoadsInFlight * stride) {
     uint4 v[kLoadsInFlight];
 #pragma unroll
-    for (int k = 0; k < kLoadsInFlight; ++k) v[k] = __ldcs(src + i + k * stride);
+    for (int k = 0; k < kLoadsInFlight; ++k) v[k] = load<kEvictFirst>(src + i + k * stride);
 #pragma unroll
     for (int k = 0; k < kLoadsInFlight; ++k) acc ^= fold(v[k]);
   }
-  for (; i < vecs; i += stride) acc ^= fold(__ldcs(src + i));
+  for (; i < vecs; i += stride) acc ^= fold(load<kEvictFirst>(src + i));
   // The XOR is the kernel's checked output; it also keeps the loads from being optimised away.
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
@@ -72,13 +80,26 @@ void fill_pattern(std::uint32_t* dst, std::size_t words, std::uint32_t seed, cud
   MOE_CHECK_LAUNCH("fill_pattern_kernel");
 }
 
+namespace {
+template <bool kEvictFirst>
+void read_all(const void* src, std::size_t bytes, std::uint32_t* xor_out, StreamLaunch launch,
+              cudaStream_t stream, const char* what) {
+  require_vector_aligned(src, bytes, what);
+  MOE_CUDA_CHECK(cudaMemsetAsync(xor_out, 0, sizeof(std::uint32_t), stream));
+  read_kernel<kEvictFirst><<<launch.blocks, launch.threads, 0, stream>>>(
+      static_cast<const uint4*>(src), bytes / sizeof(uint4), xor_out);
+  MOE_CHECK_LAUNCH("read_kernel");
+}
+}  // namespace
+
 void read_stream(const void* src, std::size_t bytes, std::uint32_t* xor_out, StreamLaunch launch,
                  cudaStream_t stream) {
-  require_vector_aligned(src, bytes, "read_stream");
-  MOE_CUDA_CHECK(cudaMemsetAsync(xor_out, 0, sizeof(std::uint32_t), stream));
-  read_stream_kernel<<<launch.blocks, launch.threads, 0, stream>>>(
-      static_cast<const uint4*>(src), bytes / sizeof(uint4), xor_out);
-  MOE_CHECK_LAUNCH("read_stream_kernel");
+  read_all<true>(src, bytes, xor_out, launch, stream, "read_stream");
+}
+
+void read_through_l2(const void* src, std::size_t bytes, std::uint32_t* xor_out,
+                     StreamLaunch launch, cudaStream_t stream) {
+  read_all<false>(src, bytes, xor_out, launch, stream, "read_through_l2");
 }
 
 void copy_stream(void* dst, const void* src, std::size_t bytes, StreamLaunch launch,

@@ -36,6 +36,12 @@ void fill_pattern(std::uint32_t* dst, std::size_t words, std::uint32_t seed, cud
 void read_stream(const void* src, std::size_t bytes, std::uint32_t* xor_out, StreamLaunch launch,
                  cudaStream_t stream);
 
+// As read_stream, with loads cached at L2 at normal priority: reading a buffer twice the L2's
+// size leaves the L2 holding only that buffer's lines, all clean (the L2 flush before a cold
+// sample).
+void read_through_l2(const void* src, std::size_t bytes, std::uint32_t* xor_out,
+                     StreamLaunch launch, cudaStream_t stream);
+
 // Copies with 16-byte loads and stores (grid-stride), the SM-side copy ceiling.
 void copy_stream(void* dst, const void* src, std::size_t bytes, StreamLaunch launch,
                  cudaStream_t stream);

@@ -11,7 +11,9 @@
 
 using namespace moe;
 
-TEST_CASE("read_stream XORs every word exactly as the CPU does, for odd sizes too") {
+// read_stream (evict-first loads, the read ceiling) and read_through_l2 (the cold-sample L2
+// flush) differ only in their cache policy; both must read every word.
+TEST_CASE("read_stream and read_through_l2 XOR every word exactly as the CPU does, for odd sizes too") {
   const Device& dev = test::test_device();
   DeviceAllocator alloc;
   Stream stream;
@@ -26,13 +28,16 @@ TEST_CASE("read_stream XORs every word exactly as the CPU does, for odd sizes to
     CAPTURE(seed);
     DeviceBuffer src = alloc.allocate(bytes);
     DeviceBuffer out = alloc.allocate(sizeof(std::uint32_t));
-    MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xab, sizeof(std::uint32_t), stream.handle()));
     kernels::fill_pattern(src.as<std::uint32_t>(), bytes / 4, seed, stream.handle());
-    kernels::read_stream(src.data(), bytes, out.as<std::uint32_t>(), launch, stream.handle());
-    stream.drain();
-    std::uint32_t got = 0;
-    MOE_CUDA_CHECK(cudaMemcpy(&got, out.data(), 4, cudaMemcpyDeviceToHost));
-    CHECK(got == kernels::pattern_xor_reference(bytes / 4, seed));
+    for (auto* read : {&kernels::read_stream, &kernels::read_through_l2}) {
+      CAPTURE(read == &kernels::read_stream ? "read_stream" : "read_through_l2");
+      MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xab, sizeof(std::uint32_t), stream.handle()));
+      read(src.data(), bytes, out.as<std::uint32_t>(), launch, stream.handle());
+      stream.drain();
+      std::uint32_t got = 0;
+      MOE_CUDA_CHECK(cudaMemcpy(&got, out.data(), 4, cudaMemcpyDeviceToHost));
+      CHECK(got == kernels::pattern_xor_reference(bytes / 4, seed));
+    }
   }
 }
 
