@@ -28,6 +28,7 @@ LayerPlan plan_layers(const EngineConfig& config, const Device& device) {
     const std::size_t target = kWorkingSetOverL2 * std::max<std::size_t>(device.l2_bytes, 1);
     p.wanted = static_cast<int>(std::clamp<std::size_t>(
         (target + p.step_bytes_m1 - 1) / p.step_bytes_m1, 1, kMaxLayers));
+    if (config.max_layers > 0) p.wanted = std::min(p.wanted, config.max_layers);
   }
   const auto budget =
       static_cast<std::size_t>(config.memory_fraction * static_cast<double>(device.free_memory()));

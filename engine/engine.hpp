@@ -20,6 +20,7 @@ struct EngineConfig {
   Shape shape;
   kernels::WeightFormat format = kernels::WeightFormat::bf16;
   int layers = 0;  // 0: enough that a decode step's working set is >= 4x the L2 (see below)
+  int max_layers = 0;  // with layers = 0, a cap on that choice (run option --max-layers); 0: none
   std::uint64_t seed = 1;
   Routing routing = Routing::uniform;
   kernels::ForwardPath path = kernels::ForwardPath::automatic;

@@ -54,6 +54,7 @@ EngineConfig engine_config(const ProbeState& state, const Shape& shape,
   config.shape = shape;
   config.format = format;
   config.layers = layers;
+  config.max_layers = state.options().max_layers;
   config.seed = derive_seed(state.options().seed, purpose);
   return config;
 }

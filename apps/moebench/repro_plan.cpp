@@ -204,6 +204,10 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   o.read("host_samples", common.host_samples);
   o.read("seed", common.seed);
   o.read("copy_bytes", common.copy_bytes);
+  o.read("max_layers", common.max_layers);
+  bool stream_blocker = true;
+  o.read("stream_blocker", stream_blocker);
+  common.no_stream_blocker = !stream_blocker;
   std::string run_mutation;
   o.read("mutation", run_mutation);
   if (!run_mutation.empty())

@@ -114,6 +114,14 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--repeat", r.repeat, "Run each probe this many times")->capture_default_str();
   run.add_option("--engines", r.engines, "Probe two-engine: engines built one after another")
       ->capture_default_str();
+  run.add_option("--max-layers", r.max_layers,
+                 "Cap on the layers of engines that choose their own count, 0..32 (0: no cap; "
+                 "they take enough that a decode step touches 4x the L2, which cold figures "
+                 "need; a cap makes quick or sanitizer runs shorter)")
+      ->capture_default_str();
+  run.add_flag("--no-stream-blocker", r.no_stream_blocker,
+               "Enqueue without holding the stream: GPU-event time then includes the host's "
+               "launch latency. For runs whose enqueue can take seconds (compute-sanitizer)");
   run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
   run.add_flag("--in-process", r.in_process,
                "Run every probe in this process (default: one child process per probe, so a "

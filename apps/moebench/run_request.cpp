@@ -122,6 +122,11 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--engines " + std::to_string(r.engines) +
                      " is out of range: 2..64 (address reuse needs at least two)");
   o.engines = r.engines;
+  if (r.max_layers < 0 || r.max_layers > 32)
+    throw UsageError("--max-layers " + std::to_string(r.max_layers) +
+                     " is out of range: 0 (no cap) or 1..32");
+  o.max_layers = r.max_layers;
+  o.measure.block_during_enqueue = !r.no_stream_blocker;
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
   return o;
 }
@@ -149,6 +154,8 @@ nlohmann::json options_json(const RunOptions& o) {
           {"copy_bytes", o.copy_bytes},
           {"repeat", o.repeat},
           {"engines", o.engines},
+          {"max_layers", o.max_layers},
+          {"stream_blocker", o.measure.block_during_enqueue},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
                                   : nlohmann::json(nullptr)}};
 }
@@ -197,10 +204,11 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
                      "--warmup", num(r.warmup),
                      "--device", num(r.device), "--seed", num(r.seed),
                      "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
-                     "--engines", num(r.engines)});
+                     "--engines", num(r.engines), "--max-layers", num(r.max_layers)});
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
   if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
   if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
+  if (r.no_stream_blocker) a.push_back("--no-stream-blocker");
   if (r.in_process) a.push_back("--in-process");
   if (r.quiet) a.push_back("--quiet");
   return a;

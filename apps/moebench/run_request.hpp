@@ -34,6 +34,8 @@ struct RunRequest {
   std::size_t copy_bytes = 0;
   int repeat = 1;
   int engines = 3;
+  int max_layers = 0;              // 0: the engine's own choice (4x the L2, at most 32)
+  bool no_stream_blocker = false;  // enqueue without holding the stream (sanitizer runs)
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
   bool in_process = false;  // all probes in this process (default: a child process per probe)

@@ -76,6 +76,8 @@ TEST_CASE("bad values are refused with exit 2 before any device is touched") {
       {"run copy --host-samples -1", "--host-samples"},
       {"run copy --seed -1", "--seed"},
       {"run copy --copy-bytes 5", "--copy-bytes 5 is out of range"},
+      {"run copy --max-layers 33", "--max-layers 33 is out of range: 0 (no cap) or 1..32"},
+      {"run copy --max-layers -1", "--max-layers -1 is out of range"},
       {"run copy --format yaml", "valid: table, json"},
       {"run copy --mutation nosuch", "valid: static-resident-cache"},
       {"run copy --device -1", "--device -1"},
