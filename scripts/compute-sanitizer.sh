@@ -89,7 +89,8 @@ export MOE_TEST_M=${MOE_TEST_M-1,2,3,5,64}
 default_run_args="--shape tiny,tiny-partial-group --m 1,4 --min-samples 2 --max-samples 3
   --min-time 0 --max-noise 100 --timeout 10 --warmup 1 --copy-bytes 1073741824 --no-kernel-timing
   --max-layers 2 --host-samples 2 --no-stream-blocker"
-read -r -a run_args <<<"${MOEBENCH_SANITIZER_RUN_ARGS:-$default_run_args}"
+# -d '': every line (read alone stops at the first, which dropped most of the settings).
+read -r -d '' -a run_args <<<"${MOEBENCH_SANITIZER_RUN_ARGS:-$default_run_args}" || true
 read -r -a tools <<<"${MOEBENCH_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}"
 if [[ -n "${MOEBENCH_SANITIZER_PROBES:-}" ]]; then
   read -r -a probes <<<"$MOEBENCH_SANITIZER_PROBES"

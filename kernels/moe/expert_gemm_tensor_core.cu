@@ -210,6 +210,10 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
     if (s < ktiles) issue(s);
     cp_async_commit();
   }
+  // A single k tile is read in the first iteration: its scale must be stored before that
+  // iteration's barrier, not after it (racecheck: a read-after-write hazard between the two
+  // threads that store each scale).
+  if (ktiles < kStages - 1) flush_scale();
   for (int kt = 0; kt < ktiles; ++kt) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile kt landed for every thread; tile kt-1 fully consumed
