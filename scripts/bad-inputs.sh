@@ -141,6 +141,10 @@ empty shape	run --shape ''
 --copy-bytes -1	run copy --copy-bytes -1
 --copy-bytes 1	run copy --copy-bytes 1
 --copy-bytes 1e30	run copy --copy-bytes 1000000000000000000000000000000
+--max-layers -1	run --max-layers -1
+--max-layers 33	run --max-layers 33
+--max-layers abc	run --max-layers abc
+--no-stream-blocker=maybe	run --no-stream-blocker=maybe
 --weight-format fp8	run --weight-format fp8
 --mode lazy	run --mode lazy
 --l2 warm	run --l2 warm
