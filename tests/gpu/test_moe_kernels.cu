@@ -425,7 +425,7 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
       for (int j = 0; j < I; ++j) h_gpu[static_cast<std::size_t>(r) * I + j] = bf16_bits_to_float(hb[j]);
     }
     // gate_up + SwiGLU, rows split over threads. h_arith: per element, how far the kernel's
-    // own arithmetic may move h. Float accumulation over H terms: at most sqrt(H) 2^-24 of the
+    // own arithmetic may move h. Float accumulation over H terms: about sqrt(H) 2^-24 of the
     // sum of |x w| (random-walk growth). On the int4 tensor-core path each weight is also staged
     // as bf16 (q * scale rounded by up to 2^-9 of itself): independent errors, so 8 standard
     // deviations of their sum, 8 (2^-9 / sqrt 3) |x w|_2, which a correct kernel exceeds with odds
