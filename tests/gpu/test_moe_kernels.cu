@@ -42,6 +42,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -179,21 +180,15 @@ const std::vector<int>& test_ms() {
     const char* env = std::getenv("MOE_TEST_M");
     if (!env || !*env) return v;
     v.clear();
-    std::string item;
-    for (const char* c = env;; ++c) {
-      if (*c == ',' || *c == 0) {
-        char* end = nullptr;
-        const long m = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end || m < 1 || m > 65536) {
-          std::fprintf(stderr, "MOE_TEST_M='%s': '%s' is not a whole number 1..65536\n", env, item.c_str());
-          std::exit(2);
-        }
-        v.push_back(static_cast<int>(m));
-        item.clear();
-        if (!*c) break;
-      } else {
-        item += *c;
+    std::istringstream list(env);
+    for (std::string item; std::getline(list, item, ',');) {
+      char* end = nullptr;
+      const long m = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end || m < 1 || m > 65536) {
+        std::fprintf(stderr, "MOE_TEST_M='%s': '%s' is not a whole number 1..65536\n", env, item.c_str());
+        std::exit(2);
       }
+      v.push_back(static_cast<int>(m));
     }
     return v;
   }();
