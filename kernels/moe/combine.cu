@@ -15,6 +15,9 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* down_out, const float* topk_weights, const int* pair_position,
                    int hidden, int top_k, int slots, int m, __nv_bfloat16* out) {
+  // The next layer's route may be scheduled now: it prefetches its router rows and waits for
+  // this grid before it reads x or scratch.
+  detail::allow_dependent_launch();
   detail::grid_dependency_wait();  // launched early (PDL) behind the down kernel
   const int vecs = hidden / 8;  // 8 outputs (one 16-byte store) per thread
   const long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;

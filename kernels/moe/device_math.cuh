@@ -53,4 +53,10 @@ __device__ __forceinline__ std::uint16_t to_bf16_bits(float f) {
 
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
+// Asks L2 for the 128-byte line holding `at`; nothing waits for it. For data no earlier kernel
+// writes (weights), fetched before a programmatic kernel's grid_dependency_wait.
+__device__ __forceinline__ void prefetch_l2(const void* at) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+}
+
 }  // namespace moe::kernels::detail

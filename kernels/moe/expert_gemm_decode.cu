@@ -315,6 +315,19 @@ struct DecodeWarp {
     }
   }
 
+  // Asks L2 for the weight rows of the warp's units from `first` (entry-major, dealt every
+  // `stride`) below unit `end`: a unit's rows, lane by lane, one 128-byte line a request.
+  // Only down uses it; its two rows are adjacent.
+  __device__ void prefetch_l2(int first, int end) const {
+    const int lines = (2 * vecs_per_row * 16 + 127) / 128;
+    for (int u = first; u < end; u += stride) {
+      const Entry& e = tables.entries[u / p.units];
+      const char* rows = reinterpret_cast<const char*>(e.weights + static_cast<std::size_t>(rows_of(u % p.units, 0)) * vecs_per_row);
+      for (int i = lane; i < lines; i += 32)
+        detail::prefetch_l2(rows + static_cast<std::size_t>(i) * 128);
+    }
+  }
+
   // Streams the warp's units from unit index `first` (entry-major) up to entry `end` through
   // the ring.
   __device__ void run(int first, int end) {
@@ -380,11 +393,19 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   Warp w(p, tables, lane, stride);
   const int shared_units = S * p.units;
 
-  // down reads h, written by gate_up: wait before anything. gate_up streams the shared
-  // experts first and waits for the route kernel only when it needs the routed ones.
-  if (!kGateUp) detail::grid_dependency_wait();
-  w.run(first_unit_from(0, warp_id, stride), S);
-  if (kGateUp) detail::grid_dependency_wait();
+  if (kGateUp) {
+    // gate_up streams the shared experts first and waits for the route kernel only when it
+    // needs the routed ones.
+    w.run(first_unit_from(0, warp_id, stride), S);
+    detail::grid_dependency_wait();
+  } else {
+    // down reads h, written by gate_up, so it waits before its first load; but the shared
+    // experts' rows it will stream first are known now: pull them into L2 while gate_up's last
+    // blocks finish. After the wait, routing (older than gate_up) is complete too, so the
+    // table is filled once and one pipeline runs over every expert, with no drain between.
+    w.prefetch_l2(first_unit_from(0, warp_id, stride), shared_units);
+    detail::grid_dependency_wait();
+  }
 
   // Everything below comes from the route stage through scratch: clamped (see clamp_index).
   const int total = E + S, pairs = p.m * p.slots;
@@ -402,7 +423,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
     for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
       tables.token_of_pair[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
   __syncthreads();
-  w.run(first_unit_from(shared_units, warp_id, stride), active);
+  w.run(first_unit_from(kGateUp ? shared_units : 0, warp_id, stride), active);
 }
 
 template <WeightFormat F, bool kGateUp, int kTokens>

@@ -97,15 +97,25 @@ void validate_forward_args(const MoeForwardArgs& a) {
 }
 
 namespace {
+// Switches start on unless their environment variable is "0" (forward.hpp has the measurements).
+int on_unless_zero(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v && v[0] == '0' ? 0 : 1;
+}
 std::atomic<int>& pdl_flag() {
-  // On unless MOE_PDL=0 (see forward.hpp for the measurements).
-  static std::atomic<int> flag{std::getenv("MOE_PDL") && std::getenv("MOE_PDL")[0] == '0' ? 0 : 1};
+  static std::atomic<int> flag{on_unless_zero("MOE_PDL")};
+  return flag;
+}
+std::atomic<int>& cluster_route_flag() {
+  static std::atomic<int> flag{on_unless_zero("MOE_ROUTE_CLUSTER")};
   return flag;
 }
 }  // namespace
 
 void set_programmatic_launch(bool enabled) { pdl_flag() = enabled ? 1 : 0; }
 bool programmatic_launch() { return pdl_flag() != 0; }
+void set_cluster_route(bool enabled) { cluster_route_flag() = enabled ? 1 : 0; }
+bool cluster_route() { return cluster_route_flag() != 0; }
 
 namespace detail {
 bool programmatic_launch_enabled() { return pdl_flag() != 0 && current_device_sm() >= 90; }

@@ -6,6 +6,15 @@
 // the result does not depend on scheduling). The last block to finish a token tile (counter
 // per tile) ranks that tile's tokens, one warp per token; the last tile to finish (global
 // counter) groups all pairs. Counters are zeroed by a memset node before the kernel.
+//
+// Decode sizes (m <= 8) on sm_90+ take one cluster of kClusterBlocks blocks instead
+// (route_cluster_kernel): each block computes the logits of E / kClusterBlocks experts into
+// block 0's shared memory, one cluster barrier, and block 0 ranks and groups with the logits
+// and top-k ids in shared memory. No memset node, no fences, no counter atomics, no re-reads
+// of the ids from L2. It is launched programmatically: the router rows (which no earlier
+// kernel writes) are prefetched into L2 while the previous layer's combine still runs.
+#include <cooperative_groups.h>
+
 #include <cfloat>
 #include <climits>
 #include <string>
@@ -24,6 +33,9 @@ constexpr int kRouteThreads = kRouteWarps * 32;
 constexpr int kRouteTokens = 8;
 constexpr int kMaxLogitsPerLane = 16;  // E <= 512
 constexpr int kMaxTotalExperts = 1024;  // E + S
+constexpr int kMaxTopK = 32;            // validate_forward_args' bound
+constexpr int kClusterBlocks = 8;       // portable cluster size: easy to co-schedule in one GPC
+constexpr int kLogitExperts = 4;        // experts whose router rows a thread loads at once
 
 struct RouteParams {
   const __nv_bfloat16* x;
@@ -52,14 +64,17 @@ __device__ __forceinline__ bool ranks_before(float av, int ai, float bv, int bi)
 }
 
 // One warp ranks token t: top-k of its logits (value descending, index ascending), then the
-// weights. Lane r < k ends holding selection r.
-__device__ void rank_token(const RouteParams& p, int t, int lane) {
+// weights. Lane r < k ends holding selection r. `logits` holds token t's E logits: in shared
+// memory (kSmemLogits) or in scratch, written by other blocks (read through L2). `ids_copy`
+// (may be null) receives the ids too, at the same index as topk_ids.
+template <bool kSmemLogits>
+__device__ void rank_token(const RouteParams& p, int t, int lane, const float* logits, int* ids_copy) {
   const int E = p.experts;
   float v[kMaxLogitsPerLane];
 #pragma unroll
   for (int j = 0; j < kMaxLogitsPerLane; ++j) {
     const int e = lane + 32 * j;
-    v[j] = e < E ? __ldcg(p.logits + static_cast<std::size_t>(t) * E + e) : -FLT_MAX;
+    v[j] = e < E ? (kSmemLogits ? logits[e] : __ldcg(logits + e)) : -FLT_MAX;
   }
   std::uint32_t taken = 0;
   int my_id = 0;
@@ -108,6 +123,7 @@ __device__ void rank_token(const RouteParams& p, int t, int lane) {
   if (mine) {
     p.topk_ids[t * p.top_k + lane] = my_id;
     p.topk_weights[t * p.top_k + lane] = w;
+    if (ids_copy) ids_copy[t * p.top_k + lane] = my_id;
   }
 }
 
@@ -130,8 +146,11 @@ __device__ __forceinline__ std::uint32_t load_bits(const std::uint32_t* p, bool 
 // Groups all (token, slot) pairs by expert, in pair order within an expert: a token picks an
 // expert at most once, so a pair's rank inside its expert is the number of earlier tokens in
 // that expert's membership bitmask. Bitmasks, counts and offsets live in shared memory (the
-// bitmasks in scratch for very large m).
-__device__ void group_pairs(const RouteParams& p) {
+// bitmasks in scratch for very large m). `ids`: the top-k ids, in shared memory (kIdsInSmem,
+// ranked by this block) or topk_ids in scratch (ranked by other blocks too: read through L2).
+template <bool kIdsInSmem>
+__device__ void group_pairs(const RouteParams& p, const int* ids) {
+  auto id_at = [&](int i) { return kIdsInSmem ? ids[i] : __ldcg(ids + i); };
   __shared__ int s_counts[kMaxTotalExperts];
   __shared__ int s_offsets[kMaxTotalExperts + 1];
   __shared__ std::uint32_t s_bits[kSmemMembershipWords];
@@ -156,7 +175,7 @@ __device__ void group_pairs(const RouteParams& p) {
   __syncthreads();
   for (int i = threadIdx.x; i < p.m * k; i += blockDim.x) {
     const int t = i / k;
-    const int e = __ldcg(p.topk_ids + i);
+    const int e = id_at(i);
     atomicOr(bits + e * W + (t >> 5), 1u << (t & 31));
   }
   __syncthreads();
@@ -207,7 +226,7 @@ __device__ void group_pairs(const RouteParams& p) {
   for (int a = s_num_active + threadIdx.x; a < Et; a += blockDim.x) p.active[a] = -1;
   for (int i = threadIdx.x; i < p.m * slots; i += blockDim.x) {
     const int t = i / slots, s = i % slots;
-    const int e = s < k ? __ldcg(p.topk_ids + t * k + s) : E + (s - k);
+    const int e = s < k ? id_at(t * k + s) : E + (s - k);
     const int w = t >> 5;
     const std::uint32_t below = load_bits(bits + e * W + w, in_smem) & ((1u << (t & 31)) - 1u);
     const int pos = s_offsets[e] + prefix[e * W + w] + __popc(below);
@@ -216,41 +235,68 @@ __device__ void group_pairs(const RouteParams& p) {
   }
 }
 
-__global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
-  // The expert kernels may be scheduled now; they wait for this grid before reading routing.
-  detail::allow_dependent_launch();
+// Logits of experts e0 .. e0 + ne - 1 (ne <= kExperts) for tokens t0 .. t0 + tn - 1
+// (tn <= kRouteTokens), handed to store(e, t, logit) by thread t of the block. Every expert is
+// summed the same way whatever kExperts (thread i takes vectors i, i + 256, ...; warp sums,
+// then the 8 warps' partials in warp order), so every route kernel writes the same bits. The
+// router rows of all kExperts experts are loaded before any is used: that many loads in flight.
+template <int kExperts, class Store>
+__device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int tn, Store store) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int e = blockIdx.x;
-  const int t0 = blockIdx.y * kRouteTokens;
-  const int tn = min(kRouteTokens, p.m - t0);
-  __shared__ float partial[kRouteWarps][kRouteTokens];
-  {
-    float acc[kRouteTokens];
+  __shared__ float partial[kRouteWarps][kExperts][kRouteTokens];
+  float acc[kExperts][kRouteTokens];
 #pragma unroll
-    for (int t = 0; t < kRouteTokens; ++t) acc[t] = 0.f;
-    const uint4* r = reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(e) * p.hidden);
-    const uint4* xs = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t0) * p.hidden);
-    const int vecs = p.hidden / 8;
+  for (int j = 0; j < kExperts; ++j)
+#pragma unroll
+    for (int t = 0; t < kRouteTokens; ++t) acc[j][t] = 0.f;
+  const int vecs = p.hidden / 8;
+  const uint4* xs = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t0) * p.hidden);
 #pragma unroll 4
-    for (int v = threadIdx.x; v < vecs; v += kRouteThreads) {
-      const uint4 w = __ldg(r + v);
+  for (int v = threadIdx.x; v < vecs; v += kRouteThreads) {
+    uint4 w[kExperts];
 #pragma unroll
-      for (int t = 0; t < kRouteTokens; ++t)
-        if (t < tn) acc[t] = detail::dot8_bf16(w, __ldg(xs + static_cast<std::size_t>(t) * vecs + v), acc[t]);
+    for (int j = 0; j < kExperts; ++j) {
+      const int e = e0 + min(j, ne - 1);  // past ne: a repeat load whose sum is never stored
+      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(e) * p.hidden) + v);
     }
 #pragma unroll
     for (int t = 0; t < kRouteTokens; ++t) {
-      const float s = detail::warp_sum(acc[t]);
-      if (lane == 0) partial[warp][t] = s;
+      if (t < tn) {
+        const uint4 xv = __ldg(xs + static_cast<std::size_t>(t) * vecs + v);
+#pragma unroll
+        for (int j = 0; j < kExperts; ++j) acc[j][t] = detail::dot8_bf16(w[j], xv, acc[j][t]);
+      }
     }
   }
-  __syncthreads();
-  if (threadIdx.x < tn) {
-    float s = 0.f;
 #pragma unroll
-    for (int w = 0; w < kRouteWarps; ++w) s += partial[w][threadIdx.x];
-    p.logits[static_cast<std::size_t>(t0 + threadIdx.x) * p.experts + e] = s + (p.bias ? p.bias[e] : 0.f);
+  for (int j = 0; j < kExperts; ++j)
+#pragma unroll
+    for (int t = 0; t < kRouteTokens; ++t) {
+      const float s = detail::warp_sum(acc[j][t]);
+      if (lane == 0) partial[warp][j][t] = s;
+    }
+  __syncthreads();
+  for (int i = threadIdx.x; i < ne * kRouteTokens; i += kRouteThreads) {
+    const int j = i / kRouteTokens, t = i % kRouteTokens;
+    if (t < tn) {
+      float s = 0.f;
+#pragma unroll
+      for (int w = 0; w < kRouteWarps; ++w) s += partial[w][j][t];
+      store(e0 + j, t0 + t, s + (p.bias ? p.bias[e0 + j] : 0.f));
+    }
   }
+  __syncthreads();  // partial is reused by the next call
+}
+
+__global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
+  // The expert kernels may be scheduled now; they wait for this grid before reading routing.
+  detail::allow_dependent_launch();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int t0 = blockIdx.y * kRouteTokens;
+  const int tn = min(kRouteTokens, p.m - t0);
+  block_logits<1>(p, blockIdx.x, 1, t0, tn, [&](int e, int t, float logit) {
+    p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
+  });
   // Last expert block of this token tile ranks its tokens.
   __shared__ bool last;
   __threadfence();
@@ -259,7 +305,8 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int t = t0 + warp; t < t0 + tn; t += kRouteWarps) rank_token(p, t, lane);
+  for (int t = t0 + warp; t < t0 + tn; t += kRouteWarps)
+    rank_token<false>(p, t, lane, p.logits + static_cast<std::size_t>(t) * p.experts, nullptr);
   // Last tile groups every pair. With one tile (decode sizes) this block is that tile: skip
   // the second round trip to L2.
   if (gridDim.y > 1) {
@@ -272,7 +319,45 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   } else {
     __syncthreads();  // this block's top-k stores are visible to its own threads
   }
-  group_pairs(p);
+  group_pairs<false>(p, p.topk_ids);
+}
+
+// Decode sizes (m <= kRouteTokens), one cluster: block b computes the logits of experts
+// [b * per_block, (b + 1) * per_block) into block 0's shared memory; block 0 ranks every token
+// (a warp a token) and groups.
+__global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kRouteThreads)
+    route_cluster_kernel(RouteParams p) {
+  namespace cg = cooperative_groups;
+  __shared__ float s_logits[kRouteTokens][kMaxLogitsPerLane * 32];
+  __shared__ int s_ids[kRouteTokens * kMaxTopK];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int block = static_cast<int>(cluster.block_rank());
+  const int per_block = (p.experts + kClusterBlocks - 1) / kClusterBlocks;
+  const int first = block * per_block;
+  const int count = max(0, min(per_block, p.experts - first));
+  // No earlier kernel writes the router: bring this block's rows into L2 while the previous
+  // kernel (the last layer's combine) finishes. x and scratch only after the wait: the
+  // previous layer's kernels read this scratch and write x.
+  {
+    const char* rows = reinterpret_cast<const char*>(p.router + static_cast<std::size_t>(first) * p.hidden);
+    const int lines = static_cast<int>((static_cast<std::size_t>(count) * p.hidden * 2 + 127) / 128);
+    for (int i = threadIdx.x; i < lines; i += kRouteThreads) detail::prefetch_l2(rows + static_cast<std::size_t>(i) * 128);
+  }
+  detail::grid_dependency_wait();
+  // Only now may gate_up be scheduled: it reads x before it waits for this grid.
+  detail::allow_dependent_launch();
+  float* logits0 = cluster.map_shared_rank(&s_logits[0][0], 0);
+  for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
+    block_logits<kLogitExperts>(p, e0, min(kLogitExperts, first + count - e0), 0, p.m, [&](int e, int t, float logit) {
+      p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
+      logits0[t * (kMaxLogitsPerLane * 32) + e] = logit;
+    });
+  cluster.sync();  // every block's logits are in block 0's shared memory
+  if (block != 0) return;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int t = warp; t < p.m; t += kRouteWarps) rank_token<true>(p, t, lane, s_logits[t], s_ids);
+  __syncthreads();
+  group_pairs<true>(p, s_ids);
 }
 
 }  // namespace
@@ -306,13 +391,18 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.membership = l.at<std::uint32_t>(s, l.membership);
   p.membership_prefix = l.at<int>(s, l.membership_prefix);
   p.counters = l.at<unsigned int>(s, l.done_counters);
+  if (d.total_experts() > kMaxTotalExperts)
+    throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
+                                           " above " + std::to_string(kMaxTotalExperts));
+  if (a.m <= kRouteTokens && cluster_route() && current_device_sm() >= 90) {
+    detail::launch(route_cluster_kernel, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
+                   /*programmatic=*/true, "route_cluster_kernel", p);
+    return;
+  }
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
   const dim3 grid(d.experts, l.route_tiles);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
-  if (d.total_experts() > kMaxTotalExperts)
-    throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
-                                           " above " + std::to_string(kMaxTotalExperts));
   route_kernel<<<grid, kRouteThreads, 0, stream>>>(p);
   MOE_CHECK_LAUNCH("route_kernel");
 }

@@ -742,6 +742,102 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
   }
 }
 
+struct ClusterRouteRestore {
+  bool was = cluster_route();
+  ~ClusterRouteRestore() { set_cluster_route(was); }
+};
+
+// At decode sizes on sm_90+ the route runs as one cluster (cluster_route()); otherwise as the
+// one-kernel route. Both must write the same scratch, bit for bit: logits, top-k ids and
+// weights, counts, offsets, active list, tiles, sorted pairs and positions (everything before
+// the completion counters, which only the one-kernel route uses), and the same output.
+TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
+  const moe::Device& dev = moe::test::test_device();
+  if (dev.props.major < 9) {
+    MESSAGE("sm " << dev.props.major << dev.props.minor << ": no clusters, the one-kernel route is the only route");
+    return;
+  }
+  StreamHolder st;
+  const PdlRestore pdl_restore;
+  const ClusterRouteRestore cluster_restore;
+  // Softmax and sigmoid scoring, with and without shared experts and renormalisation; E from 8
+  // (blocks without experts) to 128 (16 experts a block).
+  std::vector<Shape> shapes = tiny_shapes();
+  for (const Shape& sh : model_shapes())
+    if (std::string(sh.name) != "deepseek-v3") shapes.push_back(sh);
+  for (const Shape& sh : shapes) {
+    const TestLayer layer(sh.dims, case_seed(), st.s);
+    for (int m : {1, 3, 8})
+      for (Routing r : {Routing::uniform, Routing::skewed})
+        for (int pdl = 0; pdl < 2; ++pdl) {
+          INFO(case_name(sh.name, sh.dims, m, r, ForwardPath::decode) << " pdl=" << pdl);
+          set_programmatic_launch(pdl == 1);
+          const std::uint64_t xseed = case_seed();
+          std::vector<float> bias;
+          if (r == Routing::skewed) bias = skew_bias(sh.dims, xseed);
+          Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::decode, st.s);
+          REQUIRE(f.layout.route_tiles == 1);
+          set_cluster_route(true);
+          f.run(st.s);
+          const auto routing_cluster = f.scratch_vec<std::uint8_t>(0, f.layout.done_counters);
+          const auto out_cluster = f.out_bits();
+          set_cluster_route(false);
+          f.run(st.s);
+          CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_cluster);
+          CHECK(f.out_bits() == out_cluster);
+        }
+  }
+}
+
+// Layers back to back in one stream, each reading the last one's output, as the engine runs
+// them: under programmatic launch the next layer's route is scheduled while the last layer's
+// combine still runs (it prefetches router rows), and must not read x or write the shared
+// scratch before that combine is done. The chained result must equal the same layers run one
+// at a time with a host sync between.
+TEST_CASE("chained layers under programmatic launch give the one-at-a-time bits") {
+  moe::test::test_device();
+  StreamHolder st;
+  const PdlRestore pdl_restore;
+  MoeDims d = model_shapes()[0].dims;  // deepseek-v2-lite: shared experts, softmax
+  constexpr int kLayers = 4;
+  std::vector<std::unique_ptr<TestLayer>> layers;
+  for (int i = 0; i < kLayers; ++i) layers.push_back(std::make_unique<TestLayer>(d, case_seed(), st.s));
+  for (int m : {1, 4, 8})
+    for (int pdl = 0; pdl < 2; ++pdl) {
+      INFO("deepseek-v2-lite m=" << m << " pdl=" << pdl);
+      set_programmatic_launch(pdl == 1);
+      // Activations ping-pong between two buffers; every layer shares one scratch.
+      DeviceBuffer act[2] = {device_buffer(input_bytes(d, m)), device_buffer(input_bytes(d, m))};
+      DeviceBuffer scratch = device_buffer(forward_scratch_bytes(d, m));
+      const std::uint64_t xseed = case_seed();
+      auto layer_args = [&](int i) {
+        MoeForwardArgs a;
+        a.dims = d;
+        a.m = m;
+        a.x = act[i % 2].as<__nv_bfloat16>();
+        a.out = act[(i + 1) % 2].as<__nv_bfloat16>();
+        a.router = layers[i]->router.as<__nv_bfloat16>();
+        a.experts = layers[i]->table;
+        a.scratch = scratch.data();
+        a.scratch_bytes = scratch.bytes();
+        return a;
+      };
+      auto run_all = [&](bool sync_between) {
+        generate_input(d, m, xseed, act[0].as<__nv_bfloat16>(), st.s);
+        MOE_CUDA_CHECK(cudaMemsetAsync(act[1].data(), 0xFF, act[1].bytes(), st.s));
+        MOE_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0xFF, scratch.bytes(), st.s));
+        for (int i = 0; i < kLayers; ++i) {
+          enqueue_moe_forward(layer_args(i), st.s);
+          if (sync_between) MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+        }
+        MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+        return download<std::uint16_t>(act[kLayers % 2].data(), act[kLayers % 2].bytes() / 2);
+      };
+      const auto one_at_a_time = run_all(true);
+      for (int rep = 0; rep < 3; ++rep) CHECK(run_all(false) == one_at_a_time);
+    }
+}
+
 // The expert and combine kernels read indices the route stage wrote into scratch. When scratch
 // is overwritten under them (the bugs scratch-regrow and drop-after-inflight reproduce), a
 // forward must give wrong numbers a probe can see, not an illegal address that ends the
