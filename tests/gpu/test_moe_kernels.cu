@@ -172,26 +172,28 @@ std::vector<Shape> model_shapes() {
           {"deepseek-v3", make_dims(7168, 2048, 256, 8, 1)}};
 }
 
+// A list of M from the environment variable `name` ("1,4,64"), or `fallback` when unset.
+std::vector<int> ms_from_env(const char* name, std::vector<int> fallback) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return fallback;
+  std::vector<int> v;
+  std::istringstream list(env);
+  for (std::string item; std::getline(list, item, ',');) {
+    char* end = nullptr;
+    const long m = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || m < 1 || m > 65536) {
+      std::fprintf(stderr, "%s='%s': '%s' is not a whole number 1..65536\n", name, env, item.c_str());
+      std::exit(2);
+    }
+    v.push_back(static_cast<int>(m));
+  }
+  return v;
+}
+
 // The M of the forward tests: every decode token count, the tensor-core crossover and beyond,
 // or MOE_TEST_M's list.
 const std::vector<int>& test_ms() {
-  static const std::vector<int> ms = [] {
-    std::vector<int> v = {1, 2, 3, 4, 5, 8, 16, 33, 64, 256, 1024};
-    const char* env = std::getenv("MOE_TEST_M");
-    if (!env || !*env) return v;
-    v.clear();
-    std::istringstream list(env);
-    for (std::string item; std::getline(list, item, ',');) {
-      char* end = nullptr;
-      const long m = std::strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end || m < 1 || m > 65536) {
-        std::fprintf(stderr, "MOE_TEST_M='%s': '%s' is not a whole number 1..65536\n", env, item.c_str());
-        std::exit(2);
-      }
-      v.push_back(static_cast<int>(m));
-    }
-    return v;
-  }();
+  static const std::vector<int> ms = ms_from_env("MOE_TEST_M", {1, 2, 3, 4, 5, 8, 16, 33, 64, 256, 1024});
   return ms;
 }
 
@@ -921,7 +923,8 @@ TEST_CASE("forward rejects bad arguments with the values named") {
 }
 
 // ---------------------------------------------------------------- timing (never asserted)
-// Run explicitly: test_moe_kernels -tc="bench*" --no-skip
+// Run explicitly: test_moe_kernels -tc="bench*" --no-skip. Narrowed by MOE_BENCH_SHAPE (one
+// shape name), MOE_BENCH_FORMAT (bf16 or int4) and MOE_BENCH_M (a list, default every M below).
 TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
   const moe::Device& dev = moe::test::test_device();
   StreamHolder st;
@@ -947,9 +950,12 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
     std::printf("read ceiling: %.0f GB/s\n", ceiling_gbs);
   }
   const char* only = std::getenv("MOE_BENCH_SHAPE");
+  const char* only_format = std::getenv("MOE_BENCH_FORMAT");
+  const std::vector<int> bench_ms = ms_from_env("MOE_BENCH_M", {1, 2, 4, 8, 16, 32, 64, 256, 1024});
   for (const Shape& sh : model_shapes()) {
     if (only && std::string(only) != sh.name) continue;
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      if (only_format && std::string(only_format) != to_string(fmt)) continue;
       MoeDims d = sh.dims;
       d.format = fmt;
       // Several weight sets (layers) so the working set of a step is several times the L2.
@@ -960,7 +966,7 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
           d.total_experts();
       const int nl = static_cast<int>(std::clamp<std::size_t>((std::size_t{40} << 30) / layer_bytes, 2, 8));
       for (int i = 0; i < nl; ++i) layers.push_back(std::make_unique<TestLayer>(d, 1000 + i, st.s));
-      for (int m : {1, 2, 4, 8, 16, 32, 64, 256, 1024}) {
+      for (int m : bench_ms) {
         for (int variant = 0; variant < 3; ++variant) {
           // 0: decode, 1: decode with programmatic dependent launch, 2: tensor cores
           const ForwardPath p = variant == 2 ? ForwardPath::tensor_core : ForwardPath::decode;
