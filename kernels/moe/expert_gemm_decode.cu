@@ -1,14 +1,14 @@
 // Stages 2 and 3 for small M (the decode path): SIMT kernels that stream each active expert's
 // weights once per chunk of kTokens of its tokens, with every warp its own software pipeline.
 //
-// Work: a unit is two weight rows of one expert that share their inputs (gate_up: gate row c
-// and up row I + c, one h column; down: output rows 2j and 2j + 1). Units are dealt to the
+// Work: a unit is kRows weight rows of one expert that share their inputs (gate_up: gate row c
+// and up row I + c, one h column; down: output rows 4j .. 4j + 3). Units are dealt to the
 // warps of a resident grid round-robin (unit u to warp u mod warps), so every warp streams
 // about the same bytes whatever the number of active experts, and a warp needs no barrier
 // with any other: the time of an item is no longer a serial chain per block (v2 in
 // docs/kernel-notes.md measured that chain at 35% of the read ceiling).
 //
-// Pipeline: a piece is a unit's two rows over one K segment for one chunk of tokens. Each
+// Pipeline: a piece is a unit's rows over one K segment for one chunk of tokens. Each
 // warp keeps kDepth pieces of weights in flight in registers (a ring with compile-time slots):
 // it consumes the oldest and at once issues the load of the piece kDepth ahead, so the loads
 // of the next pieces (possibly of another expert) are in flight while it computes.
@@ -52,20 +52,20 @@ struct DecodeTraits<WeightFormat::int4> {
   static constexpr int kElemsPerVec = 32;  // int4 codes per 16-byte load
 };
 
-// Piece shapes: 16-byte loads per lane per row (kVecs) and pieces in flight per warp
-// (kDepth), bounded by 128 registers a thread (two blocks of 8 warps per SM). Measured on an
-// H200 (deepseek-v2-lite M=1, v4b in docs/kernel-notes.md): 4 x 2 beat 2 x 3 for bf16
-// (gate_up 49 vs 55 us), 2 x 3 beat 1 x 4 for int4 (111 vs 122 us): per-piece overhead
-// matters more than one piece in flight.
-template <WeightFormat F>
-struct PieceShape;
-template <>
-struct PieceShape<WeightFormat::bf16> {
-  static constexpr int kVecs = 4, kDepth = 2;
-};
-template <>
-struct PieceShape<WeightFormat::int4> {
-  static constexpr int kVecs = 2, kDepth = 3;
+// Piece shapes: rows of a unit (kRows), 16-byte loads per lane per row (kVecs) and pieces in
+// flight per warp (kDepth), bounded by 128 registers a thread (two blocks of 8 warps per SM).
+// Measured on an H200 (deepseek-v2-lite M=1, v4b in docs/kernel-notes.md): 4 vectors x 2 deep
+// beat 2 x 3 for bf16 (gate_up 49 vs 55 us), 2 x 3 beat 1 x 4 for int4 (111 vs 122 us):
+// per-piece overhead matters more than one piece in flight. A unit is 2 rows (gate_up: a gate
+// row and its up row), except down at one token a pass: 4 output rows with half the vectors a
+// row, so rows of I = 1408 (176 vectors) fill 92% of their segments instead of 69% (v5, not
+// yet measured; more rows spill registers once several tokens share a pass).
+template <WeightFormat F, bool kGateUp, int kTokens>
+struct PieceShape {
+  static constexpr bool kFourRows = !kGateUp && kTokens == 1;
+  static constexpr int kRows = kFourRows ? 4 : 2;
+  static constexpr int kVecs = (F == WeightFormat::bf16 ? 4 : 2) / (kFourRows ? 2 : 1);
+  static constexpr int kDepth = F == WeightFormat::bf16 ? 2 : 3;
 };
 
 struct DecodeParams {
@@ -74,7 +74,7 @@ struct DecodeParams {
   const __nv_bfloat16* input;  // gate_up: x [m, H]; down: h [pairs, I] in sorted order
   int k_len;                   // reduction length: H for gate_up, I for down
   int out_rows;                // gate_up: I (h columns); down: H
-  int units;                   // units per expert: I for gate_up, H / 2 for down
+  int units;                   // units per expert (set per piece shape at launch)
   int m, top_k, slots;
   int experts, shared;
   const int* num_active;
@@ -118,7 +118,7 @@ struct PieceCursor {
 // kTokens: tokens sharing one pass over a unit's weights, a compile-time bound picked from M
 // at launch (1, 2, 4 or 8): the consume loop is unrolled over it, and unrolled for 8 at M=1
 // the kernel outgrew the instruction cache (ncu: 'no instruction' was its top stall).
-template <WeightFormat F, bool kGateUp, int kVecs, int kDepth, int kTokens>
+template <WeightFormat F, bool kGateUp, int kRows, int kVecs, int kDepth, int kTokens>
 struct DecodeWarp {
   using T = DecodeTraits<F>;
   static constexpr int kSegVecs = kVecs * 32;  // vectors of a row per segment
@@ -141,14 +141,18 @@ struct DecodeWarp {
         segments((vecs_per_row + kSegVecs - 1) / kSegVecs),
         groups(int4_groups(params.k_len)) {}
 
-  // Ring slot: the weights of one piece (two rows) and, for int4, their scales.
+  static constexpr int kCols = kGateUp ? kRows / 2 : kRows;  // outputs of a unit per token
+
+  // Ring slot: the weights of one piece (kRows rows) and, for int4, their scales.
   struct Slot {
-    uint4 w[2][kVecs];
-    std::uint16_t scale_bits[2][kVecs];  // int4: bf16 bits, converted when consumed
+    uint4 w[kRows][kVecs];
+    std::uint16_t scale_bits[kRows][kVecs];  // int4: bf16 bits, converted when consumed
   };
 
+  // Weight row r of unit j: gate_up's rows are kCols gate rows then the matching up rows.
   __device__ int rows_of(int j, int r) const {
-    return kGateUp ? (r == 0 ? j : p.out_rows + j) : 2 * j + r;
+    if constexpr (kGateUp) return r < kCols ? j * kCols + r : p.out_rows + j * kCols + (r - kCols);
+    return j * kRows + r;
   }
 
   __device__ void advance(PieceCursor& c) const {
@@ -174,7 +178,7 @@ struct DecodeWarp {
     const Entry& e = tables.entries[c.entry];
     const int j = c.pair_row;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const std::size_t row = static_cast<std::size_t>(rows_of(j, r));
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
@@ -210,13 +214,13 @@ struct DecodeWarp {
   }
 
   // Multiplies a piece into the accumulators; at the last segment writes the chunk's outputs.
-  __device__ void consume(const Slot& s, const PieceCursor& c, float (&acc)[2][kTokens]) const {
+  __device__ void consume(const Slot& s, const PieceCursor& c, float (&acc)[kRows][kTokens]) const {
     const Entry& e = tables.entries[c.entry];
     const int t0 = c.chunk() * kTokens;
     const int tn = min(kTokens, e.pairs - t0);
     if (c.segment() == 0) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+      for (int r = 0; r < kRows; ++r)
 #pragma unroll
         for (int t = 0; t < kTokens; ++t) acc[r][t] = 0.f;
     }
@@ -233,15 +237,15 @@ struct DecodeWarp {
       const int v = min(v_at, vecs_per_row - 1);
       {
         if constexpr (F == WeightFormat::bf16) {
-          float w0[8], w1[8];
-          const std::uint32_t a[4] = {s.w[0][i].x, s.w[0][i].y, s.w[0][i].z, s.w[0][i].w};
-          const std::uint32_t b[4] = {s.w[1][i].x, s.w[1][i].y, s.w[1][i].z, s.w[1][i].w};
+          float wf[kRows][8];
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            w0[2 * q] = ok ? detail::bf16_lo(a[q]) : 0.f;
-            w0[2 * q + 1] = ok ? detail::bf16_hi(a[q]) : 0.f;
-            w1[2 * q] = ok ? detail::bf16_lo(b[q]) : 0.f;
-            w1[2 * q + 1] = ok ? detail::bf16_hi(b[q]) : 0.f;
+          for (int r = 0; r < kRows; ++r) {
+            const std::uint32_t a[4] = {s.w[r][i].x, s.w[r][i].y, s.w[r][i].z, s.w[r][i].w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              wf[r][2 * q] = ok ? detail::bf16_lo(a[q]) : 0.f;
+              wf[r][2 * q + 1] = ok ? detail::bf16_hi(a[q]) : 0.f;
+            }
           }
 #pragma unroll
           for (int t = 0; t < kTokens; ++t) {
@@ -251,10 +255,11 @@ struct DecodeWarp {
 #pragma unroll
               for (int q = 0; q < 4; ++q) {
                 const float lo = detail::bf16_lo(xw[q]), hi = detail::bf16_hi(xw[q]);
-                acc[0][t] = fmaf(w0[2 * q], lo, acc[0][t]);
-                acc[0][t] = fmaf(w0[2 * q + 1], hi, acc[0][t]);
-                acc[1][t] = fmaf(w1[2 * q], lo, acc[1][t]);
-                acc[1][t] = fmaf(w1[2 * q + 1], hi, acc[1][t]);
+#pragma unroll
+                for (int r = 0; r < kRows; ++r) {
+                  acc[r][t] = fmaf(wf[r][2 * q], lo, acc[r][t]);
+                  acc[r][t] = fmaf(wf[r][2 * q + 1], hi, acc[r][t]);
+                }
               }
             }
           }
@@ -262,7 +267,7 @@ struct DecodeWarp {
           // Dequantise a row's codes a word (8 codes) at a time and use them for every token
           // of the chunk; the 32-code dot of a token is summed before its scale is applied.
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
+          for (int r = 0; r < kRows; ++r) {
             const float scale = ok ? __bfloat162float(__ushort_as_bfloat16(s.scale_bits[r][i])) : 0.f;
             float sum[kTokens];
 #pragma unroll
@@ -300,15 +305,20 @@ struct DecodeWarp {
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
       if (t < tn) {
-        const float g = detail::warp_sum(acc[0][t]);
-        const float u = detail::warp_sum(acc[1][t]);
+        float sum[kRows];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) sum[r] = detail::warp_sum(acc[r][t]);
         if (lane == t) {
           const std::size_t pos = static_cast<std::size_t>(e.first_pair + t0 + t);
           if constexpr (kGateUp) {
-            reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + j] =
-                detail::to_bf16_bits(detail::silu(g) * u);
+#pragma unroll
+            for (int col = 0; col < kCols; ++col)
+              reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + j * kCols + col] =
+                  detail::to_bf16_bits(detail::silu(sum[col]) * sum[kCols + col]);
           } else {
-            *reinterpret_cast<float2*>(p.down_out + pos * p.out_rows + 2 * j) = make_float2(g, u);
+            float* out = p.down_out + pos * p.out_rows + j * kRows;
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) out[r] = sum[r];
           }
         }
       }
@@ -344,7 +354,7 @@ struct DecodeWarp {
         advance(c);
       }
     }
-    float acc[2][kTokens];
+    float acc[kRows][kTokens];
     for (;;) {
 #pragma unroll
       for (int d = 0; d < kDepth; ++d) {
@@ -368,8 +378,8 @@ __device__ __forceinline__ int first_unit_from(int begin, int warp_id, int strid
 
 template <WeightFormat F, bool kGateUp, int kTokens>
 __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
-  using Shape = PieceShape<F>;
-  using Warp = DecodeWarp<F, kGateUp, Shape::kVecs, Shape::kDepth, kTokens>;
+  using Shape = PieceShape<F, kGateUp, kTokens>;
+  using Warp = DecodeWarp<F, kGateUp, Shape::kRows, Shape::kVecs, Shape::kDepth, kTokens>;
   __shared__ BlockTables tables;
   detail::allow_dependent_launch();
   const int lane = threadIdx.x & 31;
@@ -427,22 +437,24 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
 }
 
 template <WeightFormat F, bool kGateUp, int kTokens>
-void launch_decode_shape(const DecodeParams& p, long long max_units, cudaStream_t stream) {
+void launch_decode_shape(DecodeParams p, long long max_active, cudaStream_t stream) {
+  constexpr int rows = PieceShape<F, kGateUp, kTokens>::kRows;
+  p.units = kGateUp ? p.out_rows / (rows / 2) : p.out_rows / rows;  // H % 32 == 0, validated
   constexpr auto kernel = decode_expert_gemm_kernel<F, kGateUp, kTokens>;
   const long long resident = detail::resident_blocks<kernel, kThreads>();
-  const long long wanted = (max_units + kWarps - 1) / kWarps;
+  const long long wanted = (max_active * p.units + kWarps - 1) / kWarps;
   const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
   detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
                  "decode_expert_gemm_kernel", p);
 }
 
 template <WeightFormat F, bool kGateUp>
-void launch_decode_format(const DecodeParams& p, long long max_units, cudaStream_t stream) {
+void launch_decode_format(const DecodeParams& p, long long max_active, cudaStream_t stream) {
   // An expert holds at most one pair per token: M bounds the tokens of a pass.
-  if (p.m <= 1) return launch_decode_shape<F, kGateUp, 1>(p, max_units, stream);
-  if (p.m <= 2) return launch_decode_shape<F, kGateUp, 2>(p, max_units, stream);
-  if (p.m <= 4) return launch_decode_shape<F, kGateUp, 4>(p, max_units, stream);
-  launch_decode_shape<F, kGateUp, 8>(p, max_units, stream);
+  if (p.m <= 1) return launch_decode_shape<F, kGateUp, 1>(p, max_active, stream);
+  if (p.m <= 2) return launch_decode_shape<F, kGateUp, 2>(p, max_active, stream);
+  if (p.m <= 4) return launch_decode_shape<F, kGateUp, 4>(p, max_active, stream);
+  launch_decode_shape<F, kGateUp, 8>(p, max_active, stream);
 }
 
 template <bool kGateUp>
@@ -458,7 +470,6 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.input = kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
   p.k_len = kGateUp ? d.hidden : d.inter;
   p.out_rows = kGateUp ? d.inter : d.hidden;
-  p.units = kGateUp ? d.inter : d.hidden / 2;
   p.m = a.m;
   p.top_k = d.top_k;
   p.slots = l.slots;
@@ -473,11 +484,10 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   // Worst case of active experts: every routed one any pair could pick, plus the shared ones.
   const long long max_active =
       std::min<long long>(d.experts, static_cast<long long>(a.m) * d.top_k) + d.shared;
-  const long long max_units = max_active * p.units;
   if (d.format == WeightFormat::bf16)
-    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_units, stream);
+    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_active, stream);
   else
-    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_units, stream);
+    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_active, stream);
 }
 
 }  // namespace
