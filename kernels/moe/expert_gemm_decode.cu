@@ -327,9 +327,9 @@ struct DecodeWarp {
 
   // Asks L2 for the weight rows of the warp's units from `first` (entry-major, dealt every
   // `stride`) below unit `end`: a unit's rows, lane by lane, one 128-byte line a request.
-  // Only down uses it; its two rows are adjacent.
+  // Only down uses it; its rows are adjacent.
   __device__ void prefetch_l2(int first, int end) const {
-    const int lines = (2 * vecs_per_row * 16 + 127) / 128;
+    const int lines = (kRows * vecs_per_row * 16 + 127) / 128;
     for (int u = first; u < end; u += stride) {
       const Entry& e = tables.entries[u / p.units];
       const char* rows = reinterpret_cast<const char*>(e.weights + static_cast<std::size_t>(rows_of(u % p.units, 0)) * vecs_per_row);
