@@ -152,7 +152,7 @@ struct DecodeWarp {
   // Weight row r of unit j: gate_up's rows are kCols gate rows then the matching up rows.
   __device__ int rows_of(int j, int r) const {
     if constexpr (kGateUp) return r < kCols ? j * kCols + r : p.out_rows + j * kCols + (r - kCols);
-    return j * kRows + r;
+    return j * kCols + r;  // down: kCols == kRows output rows
   }
 
   __device__ void advance(PieceCursor& c) const {
