@@ -81,7 +81,6 @@ struct DecodeParams {
   const int* active;  // routed ascending, then shared
   const int* offsets;
   const int* sorted_pairs;
-  unsigned* unit_tickets;  // gate_up: routed units handed out past each warp's first; zeroed by route
   __nv_bfloat16* h_out;  // gate_up
   float* down_out;       // down
 };
@@ -132,11 +131,6 @@ struct DecodeWarp {
   int segments;  // K segments of a row
   int groups;    // int4 scale groups per row
   int entry_end = 0;  // entries of the current phase end here
-  // Ticketed deal (see run): units ticket_base + ticket are handed out for ticket < tickets_left.
-  unsigned* tickets = nullptr;
-  int ticket_base = 0;
-  unsigned tickets_left = 0;
-  unsigned pending = 0;  // lane 0: the ticket taken for the unit after the current one
 
   __device__ DecodeWarp(const DecodeParams& params, const BlockTables& t, int lane_, int stride_)
       : p(params),
@@ -148,9 +142,6 @@ struct DecodeWarp {
         groups(int4_groups(params.k_len)) {}
 
   static constexpr int kCols = kGateUp ? kRows / 2 : kRows;  // outputs of a unit per token
-  // Ticketed deal (run) compiled in for gate_up, except int4 at 4+ tokens a pass, whose kernels
-  // already spill and spill more with it.
-  static constexpr bool kTicketed = kGateUp && (F == WeightFormat::bf16 || kTokens <= 2);
 
   // Ring slot: the weights of one piece (kRows rows) and, for int4, their scales.
   struct Slot {
@@ -164,7 +155,7 @@ struct DecodeWarp {
     return j * kCols + r;  // down: kCols == kRows output rows
   }
 
-  __device__ void advance(PieceCursor& c) {
+  __device__ void advance(PieceCursor& c) const {
     if (c.segment() + 1 < segments) {
       ++c.chunk_segment;
       return;
@@ -175,20 +166,6 @@ struct DecodeWarp {
       return;
     }
     c.chunk_segment = 0;
-    if (kTicketed && tickets) {
-      // The ticket taken one unit ago (its atomic has had a unit's loads to return), and the
-      // next one. A garbage counter (scratch overwritten) only ends the warp early.
-      const unsigned ticket = __shfl_sync(0xffffffffu, pending, 0);
-      if (lane == 0) pending = atomicAdd(tickets, 1u);
-      if (ticket >= tickets_left) {
-        c.entry = -1;
-        return;
-      }
-      const int u = ticket_base + static_cast<int>(ticket);
-      c.entry = u / p.units;
-      c.pair_row = u % p.units;
-      return;
-    }
     c.pair_row += stride;  // the next unit dealt to this warp
     while (c.pair_row >= p.units) {
       c.pair_row -= p.units;
@@ -362,18 +339,9 @@ struct DecodeWarp {
   }
 
   // Streams the warp's units from unit index `first` (entry-major) up to entry `end` through
-  // the ring: then every stride-th unit (a static deal), or with `ticket_counter` the units
-  // from first_ticketed on, one per ticket taken from the grid's counter, so warps that started
-  // late or streamed slowly take fewer (gate_up's routed units: 5.33 a warp at deepseek-v2-lite
-  // M=1, so a third of the warps did 6 under the static deal).
-  __device__ void run(int first, int end, unsigned* ticket_counter = nullptr, int first_ticketed = 0) {
+  // the ring.
+  __device__ void run(int first, int end) {
     entry_end = end;
-    tickets = kTicketed ? ticket_counter : nullptr;
-    if (kTicketed && tickets) {
-      ticket_base = first_ticketed;
-      tickets_left = static_cast<unsigned>(max(0, end * p.units - first_ticketed));
-      if (lane == 0) pending = atomicAdd(tickets, 1u);
-    }
     PieceCursor c{first / p.units, first % p.units, 0};
     if (c.entry >= end) c.entry = -1;
     Slot ring[kDepth];
@@ -465,13 +433,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
     for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
       tables.token_of_pair[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
   __syncthreads();
-  if (Warp::kTicketed && p.unit_tickets) {
-    // One unit each by warp order, then tickets: the routed units' deal no longer depends on
-    // when a warp finished its shared ones.
-    w.run(shared_units + warp_id, active, p.unit_tickets, shared_units + stride);
-  } else {
-    w.run(first_unit_from(kGateUp ? shared_units : 0, warp_id, stride), active);
-  }
+  w.run(first_unit_from(kGateUp ? shared_units : 0, warp_id, stride), active);
 }
 
 template <WeightFormat F, bool kGateUp, int kTokens>
@@ -517,7 +479,6 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.active = l.at<int>(s, l.active_experts);
   p.offsets = l.at<int>(s, l.expert_offsets);
   p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
-  p.unit_tickets = kGateUp && unit_tickets() ? l.at<unsigned>(s, l.unit_tickets) : nullptr;
   p.h_out = l.at<__nv_bfloat16>(s, l.h);
   p.down_out = l.at<float>(s, l.down_out);
   // Worst case of active experts: every routed one any pair could pick, plus the shared ones.

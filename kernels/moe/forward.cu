@@ -55,7 +55,6 @@ ScratchLayout scratch_layout(const MoeDims& d, int m) {
   l.membership_prefix = take(sizeof(int) * et * l.bit_words);
   l.route_tiles = (m + 7) / 8;
   l.done_counters = take(sizeof(std::uint32_t) * (1 + l.route_tiles));
-  l.unit_tickets = take(sizeof(std::uint32_t));
   l.h = take(sizeof(std::uint16_t) * static_cast<std::size_t>(l.pairs) * d.inter);
   l.down_out = take(sizeof(float) * static_cast<std::size_t>(l.pairs) * d.hidden);
   l.total = off;
@@ -111,18 +110,12 @@ std::atomic<int>& cluster_route_flag() {
   static std::atomic<int> flag{on_unless_zero("MOE_ROUTE_CLUSTER")};
   return flag;
 }
-std::atomic<int>& unit_tickets_flag() {
-  static std::atomic<int> flag{on_unless_zero("MOE_UNIT_TICKETS")};
-  return flag;
-}
 }  // namespace
 
 void set_programmatic_launch(bool enabled) { pdl_flag() = enabled ? 1 : 0; }
 bool programmatic_launch() { return pdl_flag() != 0; }
 void set_cluster_route(bool enabled) { cluster_route_flag() = enabled ? 1 : 0; }
 bool cluster_route() { return cluster_route_flag() != 0; }
-void set_unit_tickets(bool enabled) { unit_tickets_flag() = enabled ? 1 : 0; }
-bool unit_tickets() { return unit_tickets_flag() != 0; }
 
 namespace detail {
 bool programmatic_launch_enabled() { return pdl_flag() != 0 && current_device_sm() >= 90; }

@@ -66,8 +66,6 @@ struct ScratchLayout {
   std::size_t done_counters = 0;   // uint32 [1 + route_tiles]: route blocks finished, zeroed
                                    // by a memset node each forward (last one ranks / groups)
   int route_tiles = 0;             // ceil(m / 8) token tiles of the route kernel
-  std::size_t unit_tickets = 0;    // uint32 [1]: gate_up's decode-path unit counter, zeroed by
-                                   // the route stage each forward
   std::size_t h = 0;               // bf16 [pairs, I], sorted order
   std::size_t down_out = 0;        // float [pairs, H], sorted order
   std::size_t total = 0;
@@ -121,11 +119,5 @@ bool programmatic_launch();
 // default; MOE_ROUTE_CLUSTER=0 in the environment starts it off.
 void set_cluster_route(bool enabled);
 bool cluster_route();
-
-// The decode gate_up hands out its routed units by ticket (a counter in scratch) past each
-// warp's first, instead of a fixed round-robin deal; same bits either way. On by default;
-// MOE_UNIT_TICKETS=0 in the environment starts it off.
-void set_unit_tickets(bool enabled);
-bool unit_tickets();
 
 }  // namespace moe::kernels

@@ -4,24 +4,19 @@
 // Grid (E, ceil(m / 8)): a block computes one expert's logits for a tile of 8 tokens, its 8
 // warps splitting H (16-byte loads, fp32 accumulation, partial sums added in warp order, so
 // the result does not depend on scheduling). The last block to finish a token tile (counter
-// per tile) ranks that tile's tokens (select_top_k, then a warp a token for the weights); the
-// last tile to finish (global counter) groups all pairs. Counters are zeroed by a memset node
-// before the kernel.
+// per tile) ranks that tile's tokens, one warp per token; the last tile to finish (global
+// counter) groups all pairs. Counters are zeroed by a memset node before the kernel.
 //
 // Decode sizes (m <= 8) on sm_90+ take one cluster of kClusterBlocks blocks instead
 // (route_cluster_kernel): each block computes the logits of E / kClusterBlocks experts into
 // block 0's shared memory, one cluster barrier, and block 0 ranks and groups with the logits
 // and top-k ids in shared memory. No memset node, no fences, no counter atomics, no re-reads
 // of the ids from L2. It is launched programmatically: the router rows (which no earlier
-// kernel writes) are prefetched into L2 while the previous layer's combine still runs, and it
-// lets gate_up start once its logits are done.
-//
-// Measured on an H200 (deepseek-v2-lite bf16 M=1, per-warp timestamps; docs/kernel-notes.md):
-// the one-kernel route spent 7.5 us in its last block, 4 us of it in the warp-per-token
-// selection rounds that select_top_k replaces.
+// kernel writes) are prefetched into L2 while the previous layer's combine still runs.
 #include <cooperative_groups.h>
 
-#include <cmath>
+#include <cfloat>
+#include <climits>
 #include <string>
 
 #include "common/cuda_check.hpp"
@@ -62,7 +57,6 @@ struct RouteParams {
   std::uint32_t* membership;
   int* membership_prefix;
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
-  unsigned int* unit_tickets;  // gate_up's decode unit counter: zeroed here for this forward
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -226,7 +220,6 @@ __device__ void group_pairs(const RouteParams& p, const int* ids) {
       s_num_active = base_act;
       *p.num_active = base_act;
       *p.num_tiles = base_tiles;
-      *p.unit_tickets = 0;  // gate_up reads it only after this grid is complete
     }
   }
   __syncthreads();
@@ -405,7 +398,6 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.membership = l.at<std::uint32_t>(s, l.membership);
   p.membership_prefix = l.at<int>(s, l.membership_prefix);
   p.counters = l.at<unsigned int>(s, l.done_counters);
-  p.unit_tickets = l.at<unsigned int>(s, l.unit_tickets);
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
