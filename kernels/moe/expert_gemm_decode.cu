@@ -143,10 +143,17 @@ struct DecodeWarp {
 
   static constexpr int kCols = kGateUp ? kRows / 2 : kRows;  // outputs of a unit per token
 
-  // Ring slot: the weights of one piece (kRows rows) and, for int4, their scales.
+  // down at one token a pass (bf16) loads a piece's activations with its weights: each unit is
+  // another expert's h row, so unlike gate_up's x (one row, always in L1) they are often L2
+  // misses of L1, and loaded in consume they put an L2 round trip in every piece's chain.
+  static constexpr bool kInputInSlot = !kGateUp && kTokens == 1 && F == WeightFormat::bf16;
+
+  // Ring slot: the weights of one piece (kRows rows), for int4 their scales, and with
+  // kInputInSlot the activation vectors they multiply.
   struct Slot {
     uint4 w[kRows][kVecs];
     std::uint16_t scale_bits[kRows][kVecs];  // int4: bf16 bits, converted when consumed
+    uint4 x[kInputInSlot ? kVecs : 1];
   };
 
   // Weight row r of unit j: gate_up's rows are kCols gate rows then the matching up rows.
@@ -191,6 +198,12 @@ struct DecodeWarp {
         if constexpr (F == WeightFormat::int4)
           s.scale_bits[r][i] = __ldg(e.scales + row * groups + v * 32 / kInt4Group);
       }
+    }
+    if constexpr (kInputInSlot) {
+      const uint4* in = input_vecs(input_row(e, c.chunk()));
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i)
+        s.x[i] = load_activation(in + min(c.segment() * kSegVecs + lane + 32 * i, vecs_per_row - 1));
     }
   }
 
@@ -250,7 +263,9 @@ struct DecodeWarp {
 #pragma unroll
           for (int t = 0; t < kTokens; ++t) {
             if (t == 0 || t < tn) {
-              const uint4 xv = load_activation(input_vecs(rows[t]) + v);
+              uint4 xv;
+              if constexpr (kInputInSlot) xv = s.x[i];
+              else xv = load_activation(input_vecs(rows[t]) + v);
               const std::uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
               for (int q = 0; q < 4; ++q) {
