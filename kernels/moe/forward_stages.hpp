@@ -6,8 +6,8 @@
 namespace moe::kernels {
 
 // Router logits + top-k + weights + grouping (one kernel; the last block to finish groups;
-// zeroes the completion counters with a memset node first). At m <= 8 on sm_90+ (unless
-// cluster_route() is off): one cluster whose block 0 ranks and groups, no memset.
+// zeroes the completion counters with a memset node first). On the decode path on sm_90+
+// (unless cluster_route() is off): one cluster whose block 0 ranks and groups, no memset.
 void enqueue_route(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
 // gate_up + SwiGLU into scratch h, and down into scratch down_out.

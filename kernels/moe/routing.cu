@@ -401,7 +401,11 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
-  if (a.m <= kRouteTokens && cluster_route() && current_device_sm() >= 90) {
+  // The cluster pays off through its overlap with the decode gate_up (launched programmatically
+  // behind it). Ahead of the tensor-core kernels (m 3..8 in int4, 5..8 in bf16) its 8 blocks
+  // computing all the logits lost to the E-block route (H200: qwen3-30b-a3b bf16 M=8 +8%).
+  if (a.m <= kRouteTokens && cluster_route() && current_device_sm() >= 90 &&
+      resolve_forward_path(a) == ForwardPath::decode) {
     detail::launch(route_cluster_kernel, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
                    /*programmatic=*/true, "route_cluster_kernel", p);
     return;
