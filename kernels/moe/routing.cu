@@ -337,6 +337,9 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kRouteT
   __shared__ TileLogits s_logits;
   __shared__ int s_ids[kRouteTokens * kMaxTopK];
   const cg::cluster_group cluster = cg::this_cluster();
+  // Block 0's shared memory may be written only once block 0 runs: arrive now, wait before the
+  // first remote store (racecheck: "located in a block that might not have entered yet").
+  auto started = cluster.barrier_arrive();
   const int block = static_cast<int>(cluster.block_rank());
   const int per_block = (p.experts + kClusterBlocks - 1) / kClusterBlocks;
   const int first = block * per_block;
@@ -350,6 +353,7 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kRouteT
     for (int i = threadIdx.x; i < lines; i += kRouteThreads) detail::prefetch_l2(rows + static_cast<std::size_t>(i) * 128);
   }
   detail::grid_dependency_wait();
+  cluster.barrier_wait(std::move(started));
   float* logits0 = cluster.map_shared_rank(&s_logits[0][0], 0);
   for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
     block_logits<kLogitExperts>(p, e0, min(kLogitExperts, first + count - e0), 0, p.m, [&](int e, int t, float logit) {
