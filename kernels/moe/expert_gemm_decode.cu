@@ -16,13 +16,15 @@
 // Order: the shared experts come first. They are active for every token whatever the router
 // says, so gate_up streams them before it waits for the route kernel (under programmatic
 // dependent launch that overlaps routing); the routed experts follow once the route kernel's
-// active list is visible. A block then copies the active experts' weight pointers and pair
+// active list is visible. down waits first (it reads h) but asks L2 for its shared rows
+// before, then runs one pipeline over every expert. A block then copies the active experts' weight pointers and pair
 // ranges into shared memory once, so the issue of a piece costs no dependent global load.
 // Activations (x rows, h rows) are read through L1: a token's row is shared by every warp.
 //
 // Measured (H200, graph replay, weights rotated past L2; docs/kernel-notes.md): deepseek-v2-lite
-// bf16 M=1 gate_up 26.0 us (floor 20.5), down 16.4 us (floor 10.3); the layer at 54-57% of
-// the read ceiling where v2 reached 38%.
+// bf16 M=1 gate_up 25.9 us (floor 19.9 at 4.64 TB/s), down 15.3 us (floor 9.9), each alone;
+// the layer at 62% of the read ceiling in the kernel bench (56% at engine level) where v2
+// reached 38%.
 #include <algorithm>
 #include <string>
 
@@ -58,8 +60,9 @@ struct DecodeTraits<WeightFormat::int4> {
 // beat 2 x 3 for bf16 (gate_up 49 vs 55 us), 2 x 3 beat 1 x 4 for int4 (111 vs 122 us):
 // per-piece overhead matters more than one piece in flight. A unit is 2 rows (gate_up: a gate
 // row and its up row), except down at one token a pass: 4 output rows with half the vectors a
-// row, so rows of I = 1408 (176 vectors) fill 92% of their segments instead of 69% (v5, not
-// yet measured; more rows spill registers once several tokens share a pass).
+// row, so rows of I = 1408 (176 vectors) fill 92% of their segments instead of 69% (v5:
+// down 16.1 -> 15.8 us at deepseek-v2-lite M=1; more rows spill registers once several tokens
+// share a pass).
 template <WeightFormat F, bool kGateUp, int kTokens>
 struct PieceShape {
   static constexpr bool kFourRows = !kGateUp && kTokens == 1;
