@@ -116,8 +116,8 @@ bool programmatic_launch();
 // On the decode path (m <= decode_max_tokens) on sm_90+ the route stage runs as one
 // thread-block cluster (logits spread over its blocks, ranking and grouping in block 0's shared
 // memory) instead of the one-kernel route with its memset node, counters and fences. Same bits
-// either way. On by default (H200, deepseek-v2-lite bf16 M=1: 48.6 us a layer in the kernel
-// bench, 52.6 us with the one-kernel route and the rest of session 5's changes);
+// either way. On by default (H200, deepseek-v2-lite bf16 M=1, kernel bench with programmatic
+// launch: 48.9 us a layer, 49.7 us with the one-kernel route; session 5, docs/gpu-runs.md);
 // MOE_ROUTE_CLUSTER=0 in the environment starts it off.
 void set_cluster_route(bool enabled);
 bool cluster_route();
