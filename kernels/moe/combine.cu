@@ -40,7 +40,8 @@ __global__ void __launch_bounds__(kThreads)
     float4 y[kChunk][2];
 #pragma unroll
     for (int j = 0; j < kChunk; ++j) {
-      const float4* row = reinterpret_cast<const float4*>(down_out + static_cast<std::size_t>(pos[j]) * hidden + v * 8);
+      const float4* row =
+          reinterpret_cast<const float4*>(down_out + static_cast<std::size_t>(pos[j]) * hidden + v * 8);
       y[j][0] = row[0];
       y[j][1] = row[1];
     }

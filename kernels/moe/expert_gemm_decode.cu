@@ -351,7 +351,8 @@ struct DecodeWarp {
     const int lines = (kRows * vecs_per_row * 16 + 127) / 128;
     for (int u = first; u < end; u += stride) {
       const Entry& e = tables.entries[u / p.units];
-      const char* rows = reinterpret_cast<const char*>(e.weights + static_cast<std::size_t>(rows_of(u % p.units, 0)) * vecs_per_row);
+      const std::size_t first_row = static_cast<std::size_t>(rows_of(u % p.units, 0));
+      const char* rows = reinterpret_cast<const char*>(e.weights + first_row * vecs_per_row);
       for (int i = lane; i < lines; i += 32)
         detail::prefetch_l2(rows + static_cast<std::size_t>(i) * 128);
     }
