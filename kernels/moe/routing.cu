@@ -41,7 +41,7 @@ constexpr int kMaxLogitsPerLane = 16;  // E <= 512
 constexpr int kMaxTotalExperts = 1024;  // E + S
 constexpr int kMaxTopK = 32;            // validate_forward_args' bound
 constexpr int kClusterBlocks = 8;       // portable cluster size: easy to co-schedule in one GPC
-constexpr int kLogitExperts = 4;        // experts whose router rows a thread loads at once
+[[maybe_unused]] constexpr int kLogitExperts = 4;  // router rows a thread loads at once (cluster route)
 
 struct RouteParams {
   const __nv_bfloat16* x;
@@ -338,8 +338,17 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
 // Ahead of the decode kernels (m <= kRouteTokens), one cluster: block b computes the logits of
 // experts [b * per_block, (b + 1) * per_block) into block 0's shared memory; block 0 ranks and
 // groups.
-__global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kRouteThreads)
-    route_cluster_kernel(RouteParams p) {
+// Clusters exist from sm_90: older device passes compile an empty kernel (never launched there:
+// enqueue_route checks the device) without the attribute, which they reject.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define MOE_ROUTE_CLUSTER_DIMS __cluster_dims__(kClusterBlocks, 1, 1)
+#else
+#define MOE_ROUTE_CLUSTER_DIMS
+#endif
+__global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cluster_kernel(RouteParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();
+#else
   namespace cg = cooperative_groups;
   __shared__ TileLogits s_logits;
   __shared__ int s_ids[kRouteTokens * kMaxTopK];
@@ -376,7 +385,9 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kRouteT
   rank_tile(p, s_logits, 0, p.m, s_ids);
   __syncthreads();
   group_pairs<true>(p, s_ids);
+#endif
 }
+#undef MOE_ROUTE_CLUSTER_DIMS
 
 }  // namespace
 
