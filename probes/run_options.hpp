@@ -24,6 +24,7 @@ struct RunOptions {
   std::optional<Mutation> mutation;           // fault injected for the whole run (selftest)
   int repeat = 1;                             // each probe runs this many times (selftest)
   int engines = 3;                            // probe two-engine: engines built in sequence
+  int barrier_reps = 300;                     // probe barrier: enqueues in each of its loops
   int max_layers = 0;                         // cap on an engine's layers; 0 = no cap
   std::size_t copy_bytes = 0;                 // probe copy buffer size; 0 = 4 GiB capped by free memory
   std::string fixtures_dir;

@@ -137,6 +137,9 @@ empty shape	run --shape ''
 --engines 1	run two-engine --engines 1
 --engines -1	run two-engine --engines -1
 --engines 1000000	run two-engine --engines 1000000
+--barrier-reps 15	run barrier --barrier-reps 15
+--barrier-reps 0	run barrier --barrier-reps 0
+--barrier-reps abc	run barrier --barrier-reps abc
 --copy-bytes 0	run copy --copy-bytes 0
 --copy-bytes -1	run copy --copy-bytes -1
 --copy-bytes 1	run copy --copy-bytes 1

@@ -10,6 +10,8 @@
 #   MOEBENCH_SANITIZER_TOOLS        default "memcheck racecheck synccheck initcheck"
 #   MOEBENCH_SANITIZER_TESTS        GPU test binaries to run (default: those of tests/gpu/ but
 #                                   three, see below)
+#   MOEBENCH_SANITIZER_SPLIT        1 (default): one run per test case of each test binary; 0:
+#                                   one run per binary
 #   MOEBENCH_SANITIZER_TEST_ARGS     doctest arguments of every test binary (default: leave out
 #                                   the test cases that plant a mutation on purpose and the
 #                                   model shapes; see below)
@@ -88,7 +90,7 @@ export MOE_TEST_M=${MOE_TEST_M-1,2,3,5,64}
 # No stream blocker: under the tools one enqueue can outlast its 10 s hold.
 default_run_args="--shape tiny,tiny-partial-group --m 1,4 --min-samples 2 --max-samples 3
   --min-time 0 --max-noise 100 --timeout 10 --warmup 1 --copy-bytes 1073741824 --no-kernel-timing
-  --max-layers 2 --host-samples 2 --no-stream-blocker"
+  --max-layers 2 --host-samples 2 --no-stream-blocker --barrier-reps 16"
 # -d '': every line (read alone stops at the first, which dropped most of the settings).
 read -r -d '' -a run_args <<<"${MOEBENCH_SANITIZER_RUN_ARGS:-$default_run_args}" || true
 read -r -a tools <<<"${MOEBENCH_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}"
@@ -167,9 +169,29 @@ start_run() {
   run_one "$(printf %03d $seq)" "$@" &
 }
 # Binary by binary, every tool on each: a deadline then cuts the last binaries, not a whole tool.
+# With MOEBENCH_SANITIZER_SPLIT=1 (the default) each test case is its own run: the slowest case
+# under racecheck no longer holds the others back, and a timeout names the case.
+split=${MOEBENCH_SANITIZER_SPLIT:-1}
+legend=()  # which test case each numbered row ran
 for name in "${test_names[@]}"; do
   if path=$(find_binary "$name"); then
-    for tool in "${tools[@]}"; do start_run "$tool" "$name" "$path" "${test_args[@]}"; done
+    cases=()
+    if [[ $split == 1 ]]; then
+      # The names between the two rules of doctest's listing (it needs no GPU for that).
+      mapfile -t cases < <("$path" --list-test-cases "${test_args[@]}" 2>/dev/null |
+        awk '/^====/ {rule++; next} rule == 1 && !/^\[doctest\]/')
+    fi
+    if ((${#cases[@]} == 0)); then
+      for tool in "${tools[@]}"; do start_run "$tool" "$name" "$path" "${test_args[@]}"; done
+      continue
+    fi
+    for tool in "${tools[@]}"; do
+      for i in "${!cases[@]}"; do
+        # A comma separates doctest filters: '?' matches it (and any other one character).
+        start_run "$tool" "$name-$((i + 1))" "$path" "${test_args[@]}" "--test-case=${cases[$i]//,/?}"
+      done
+    done
+    for i in "${!cases[@]}"; do legend+=("- $name-$((i + 1)): ${cases[$i]}"); done
   else
     seq=$((seq + 1))
     echo "| all | $name | MISSING | | | | |" >"$rows/$(printf %03d $seq).row"
@@ -189,6 +211,9 @@ done
 wait
 cat "$rows"/*.row >>"$summary" 2>/dev/null
 rm -rf "$rows"
+if ((${#legend[@]})); then
+  { echo; echo "Test cases of the numbered rows:"; echo; printf '%s\n' "${legend[@]}"; } >>"$summary"
+fi
 # Clean means every row says CLEAN (FAIL verdicts included) or SKIPPED.
 status=0
 awk -F' [|] ' 'NR > 0 && $3 != "" && $3 !~ /^(CLEAN|SKIPPED|result|---)/ {bad = 1} END {exit bad}' \

@@ -205,6 +205,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   o.read("seed", common.seed);
   o.read("copy_bytes", common.copy_bytes);
   o.read("max_layers", common.max_layers);
+  o.read("barrier_reps", common.barrier_reps);
   bool stream_blocker = true;
   o.read("stream_blocker", stream_blocker);
   common.no_stream_blocker = !stream_blocker;

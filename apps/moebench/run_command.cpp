@@ -114,6 +114,11 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--repeat", r.repeat, "Run each probe this many times")->capture_default_str();
   run.add_option("--engines", r.engines, "Probe two-engine: engines built one after another")
       ->capture_default_str();
+  run.add_option("--barrier-reps", r.barrier_reps,
+                 "Probe barrier: enqueues in each of its two loops, 16..100000 (enough to fill "
+                 "the launch queue several times over; fewer keeps sanitizer runs short, and the "
+                 "verdict may then be INCONCLUSIVE: the queue did not fill)")
+      ->capture_default_str();
   run.add_option("--max-layers", r.max_layers,
                  "Cap on the layers of engines that choose their own count, 0..32 (0: no cap; "
                  "they take enough that a decode step touches 4x the L2, which cold figures "

@@ -122,6 +122,10 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--engines " + std::to_string(r.engines) +
                      " is out of range: 2..64 (address reuse needs at least two)");
   o.engines = r.engines;
+  if (r.barrier_reps < 16 || r.barrier_reps > 100000)
+    throw UsageError("--barrier-reps " + std::to_string(r.barrier_reps) +
+                     " is out of range: 16..100000 (each loop's second half is its sample)");
+  o.barrier_reps = r.barrier_reps;
   if (r.max_layers < 0 || r.max_layers > 32)
     throw UsageError("--max-layers " + std::to_string(r.max_layers) +
                      " is out of range: 0 (no cap) or 1..32");
@@ -154,6 +158,7 @@ nlohmann::json options_json(const RunOptions& o) {
           {"copy_bytes", o.copy_bytes},
           {"repeat", o.repeat},
           {"engines", o.engines},
+          {"barrier_reps", o.barrier_reps},
           {"max_layers", o.max_layers},
           {"stream_blocker", o.measure.block_during_enqueue},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
@@ -204,7 +209,8 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
                      "--warmup", num(r.warmup),
                      "--device", num(r.device), "--seed", num(r.seed),
                      "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
-                     "--engines", num(r.engines), "--max-layers", num(r.max_layers)});
+                     "--engines", num(r.engines), "--barrier-reps", num(r.barrier_reps),
+                     "--max-layers", num(r.max_layers)});
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
   if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
   if (r.no_kernel_timing) a.push_back("--no-kernel-timing");

@@ -34,6 +34,7 @@ struct RunRequest {
   std::size_t copy_bytes = 0;
   int repeat = 1;
   int engines = 3;
+  int barrier_reps = 300;          // probe barrier: enqueues a loop
   int max_layers = 0;              // 0: the engine's own choice (4x the L2, at most 32)
   bool no_stream_blocker = false;  // enqueue without holding the stream (sanitizer runs)
   std::string fixtures;

@@ -14,7 +14,6 @@
 namespace moe {
 
 namespace {
-constexpr std::size_t kReps = 300;     // enough to fill the launch queue several times over
 constexpr double kCleanRatio = 0.5;    // host/GPU below this: the barrier waited
 constexpr double kArtifactRatio = 0.8; // host/GPU above this: the queue was saturated
 
@@ -23,13 +22,13 @@ double median_of_last_half(const std::vector<double>& v) {
 }
 
 // The historic benchmark loop: a no-op barrier between reps, event times read at the end.
-report::Measurement historic_loop(Engine& e) {
+report::Measurement historic_loop(Engine& e, std::size_t reps) {
   using Clock = std::chrono::steady_clock;
   std::vector<std::unique_ptr<CudaEvent>> starts, stops;
   report::Measurement m;
   m.l2_mode = "hot";
   m.stop_reason = "fixed_reps";
-  for (std::size_t r = 0; r < kReps; ++r) {
+  for (std::size_t r = 0; r < reps; ++r) {
     starts.push_back(std::make_unique<CudaEvent>());
     stops.push_back(std::make_unique<CudaEvent>());
     const auto t0 = Clock::now();
@@ -40,7 +39,7 @@ report::Measurement historic_loop(Engine& e) {
     e.stream().synchronize();  // deferred: returns at once
   }
   e.stream().drain();
-  for (std::size_t r = 0; r < kReps; ++r) {
+  for (std::size_t r = 0; r < reps; ++r) {
     m.gpu_time_us.push_back(stops[r]->elapsed_ms_since(*starts[r]) * 1e3);
     m.total_gpu_time_s += m.gpu_time_us.back() * 1e-6;
   }
@@ -49,6 +48,8 @@ report::Measurement historic_loop(Engine& e) {
 }  // namespace
 
 void run_barrier_probe(ProbeState& state) {
+  // Enough to fill the launch queue several times over (--barrier-reps, default 300).
+  const auto reps = static_cast<std::size_t>(state.options().barrier_reps);
   for (const Shape& shape : shapes_or_default(state, {"deepseek-v2-lite"})) {
     for (kernels::WeightFormat format : formats_or_bf16(state)) {
       for (int m : ms_or_default(state, {16})) {
@@ -64,13 +65,13 @@ void run_barrier_probe(ProbeState& state) {
         // queue) so only the barrier differs between the two loops.
         measure::MeasureOverrides fixed;
         fixed.stopping = state.sampler().options().stopping;
-        fixed.stopping->min_samples = fixed.stopping->max_samples = kReps;
+        fixed.stopping->min_samples = fixed.stopping->max_samples = reps;
         fixed.stopping->min_time_s = 0;
         fixed.stopping->timeout_s = 600;
         fixed.block_during_enqueue = false;
         report::Measurement own =
             state.sampler().measure(e.stream(), "barrier/harness", [&] { e.forward(); }, fixed);
-        report::Measurement historic = historic_loop(e);
+        report::Measurement historic = historic_loop(e, reps);
 
         // The host times of the GPU samples themselves (kernel timing on: CUPTI recording, as
         // it is for the historic loop too), so each ratio pairs one loop's samples.
@@ -88,12 +89,12 @@ void run_barrier_probe(ProbeState& state) {
         c.measurements["noop_barrier"] = std::move(historic);
         c.checks.push_back({"harness_barrier_waits", own_ratio < kCleanRatio,
                             "moebench's loop: host/GPU " + std::to_string(own_ratio) +
-                                " over the last half of " + std::to_string(kReps) +
+                                " over the last half of " + std::to_string(reps) +
                                 " samples (must stay below " + std::to_string(kCleanRatio) + ")"});
         c.conclude_from_checks();
         const bool artifact = old_ratio > kArtifactRatio;
         c.evidence = {{"noop_barrier_artifact_visible", artifact},
-                      {"reps", kReps},
+                      {"reps", reps},
                       {"note", "ratios over the second half of each loop, once the launch "
                                "queue had time to fill"}};
         if (c.verdict == report::Verdict::pass && !artifact) {

@@ -699,12 +699,15 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     int m;
   };
   std::vector<G> gs;
+  // The tensor-core case at the largest M of the test list, at most 256 (MOE_TEST_M narrows it:
+  // the sanitizer script's list ends at 64, where racecheck of M=256 ran past 520 s).
+  const int large_m = std::min(256, *std::max_element(test_ms().begin(), test_ms().end()));
   for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
     MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
     tiny.format = lite.format = fmt;
     gs.push_back({"tiny", tiny, 5});
     gs.push_back({"deepseek-v2-lite", lite, 1});
-    gs.push_back({"deepseek-v2-lite", lite, 256});
+    if (large_m > decode_max_tokens(fmt)) gs.push_back({"deepseek-v2-lite", lite, large_m});
   }
   const PdlRestore restore;
   for (int pdl = 0; pdl < 2; ++pdl)
