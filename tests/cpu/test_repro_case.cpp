@@ -183,12 +183,15 @@ TEST_CASE("moebench repro --dry-run: a report reruns its probes, options and mut
   // Older reports record neither the layer cap nor the stream blocker: no cap, blocker on.
   CHECK(r.err.find("--max-layers 0") != std::string::npos);
   CHECK(r.err.find("--no-stream-blocker") == std::string::npos);
+  CHECK(r.err.find("--barrier-reps 300") != std::string::npos);  // nor the barrier's loop length
   recorded["options"]["max_layers"] = 2;
   recorded["options"]["stream_blocker"] = false;
+  recorded["options"]["barrier_reps"] = 16;
   const auto sb = moebench("repro", write(dir, "report-sanitizer.json", recorded), "--dry-run");
   REQUIRE(sb.exit_code == 0);
   CHECK(sb.err.find("--max-layers 2") != std::string::npos);
   CHECK(sb.err.find("--no-stream-blocker") != std::string::npos);
+  CHECK(sb.err.find("--barrier-reps 16") != std::string::npos);
   // Every recorded case and its verdict is expected back.
   CHECK(r.out.find("copy/read/mode=read") != std::string::npos);
   CHECK(r.out.find("copy/memcpy/mode=memcpy/mutation=noop-timing-barrier") != std::string::npos);

@@ -699,8 +699,8 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     int m;
   };
   std::vector<G> gs;
-  // The tensor-core case at the largest M of the test list, at most 256 (MOE_TEST_M narrows it:
-  // the sanitizer script's list ends at 64, where racecheck of M=256 ran past 520 s).
+  // The tensor-core case at the largest M of the test list, at most 256 (MOE_TEST_M narrows it
+  // for slow runs: the sanitizer script's list ends at 64).
   const int large_m = std::min(256, *std::max_element(test_ms().begin(), test_ms().end()));
   for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
     MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
