@@ -28,7 +28,8 @@
 // NaN poisoning and determinism are checked on every token.
 //
 // MOE_TEST_M=1,2,3,5,64 runs the forward tests at those M only (compute-sanitizer runs: the
-// tools slow every kernel 10-100x; those M still reach every kernel instantiation).
+// tools slow every kernel 10-100x; those M still reach every kernel instantiation); the
+// chained-layers case takes the ones up to 8.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -807,7 +808,13 @@ TEST_CASE("chained layers under programmatic launch give the one-at-a-time bits"
   constexpr int kLayers = 4;
   std::vector<std::unique_ptr<TestLayer>> layers;
   for (int i = 0; i < kLayers; ++i) layers.push_back(std::make_unique<TestLayer>(d, case_seed(), st.s));
-  for (int m : {1, 4, 8})
+  // 1, 4 and 8 tokens (the cluster route's range), or those of MOE_TEST_M's list up to 8.
+  std::vector<int> ms;
+  for (int m : test_ms())
+    if (m <= 8) ms.push_back(m);
+  if (std::getenv("MOE_TEST_M") == nullptr) ms = {1, 4, 8};
+  REQUIRE_MESSAGE(!ms.empty(), "MOE_TEST_M lists no M up to 8 for the chained layers");
+  for (int m : ms)
     for (int pdl = 0; pdl < 2; ++pdl) {
       INFO("deepseek-v2-lite m=" << m << " pdl=" << pdl);
       set_programmatic_launch(pdl == 1);
