@@ -438,8 +438,15 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   }
 
   // Everything below comes from the route stage through scratch: clamped (see clamp_index).
+  // The active count is read once for the block: under a running forward whose scratch is
+  // overwritten (the bugs scratch-regrow reproduces), threads reading it apart could see two
+  // values, and a warp would walk table entries no thread filled (an illegal address, caught
+  // in a GPU core dump: 1 run in 24).
+  __shared__ int s_active;
   const int total = E + S, pairs = p.m * p.slots;
-  const int active = detail::clamp_index(__ldcg(p.num_active), S, total);
+  if (threadIdx.x == 0) s_active = detail::clamp_index(__ldcg(p.num_active), S, total);
+  __syncthreads();
+  const int active = s_active;
   const int routed = active - S;  // the shared experts are always active (m >= 1)
   for (int i = threadIdx.x; i < routed; i += kThreads) {
     const int e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);

@@ -100,12 +100,25 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
   using S = TcSmem<F>;
   constexpr int kStages = TcTraits<F>::kStages;
   extern __shared__ __align__(128) unsigned char smem[];
-  const int tile = blockIdx.x;
-  if (tile >= *p.num_tiles) return;
-  const int2 te = p.tiles[tile];
-  const int e = detail::clamp_index(te.x, 0, p.total_experts - 1);
-  const int pstart = detail::clamp_index(te.y, 0, p.pairs);
-  const int rows_valid = detail::clamp_index(min(kBM, p.offsets[e + 1] - pstart), 0, p.pairs - pstart);
+  // The tile's routing, read once for the block: scratch overwritten under a running forward
+  // (the bugs scratch-regrow reproduces) could give each thread another value, and threads
+  // that disagree on whether the tile exists would leave the others at a barrier.
+  __shared__ int s_tile[3];  // expert (-1: no tile), first pair, rows
+  if (threadIdx.x == 0) {
+    const int tile = blockIdx.x;
+    s_tile[0] = -1;
+    if (tile < *p.num_tiles) {
+      const int2 te = p.tiles[tile];
+      const int e = detail::clamp_index(te.x, 0, p.total_experts - 1);
+      const int pstart = detail::clamp_index(te.y, 0, p.pairs);
+      s_tile[0] = e;
+      s_tile[1] = pstart;
+      s_tile[2] = detail::clamp_index(min(kBM, p.offsets[e + 1] - pstart), 0, p.pairs - pstart);
+    }
+  }
+  __syncthreads();
+  if (s_tile[0] < 0) return;
+  const int e = s_tile[0], pstart = s_tile[1], rows_valid = s_tile[2];
   const int K = p.k_len;
   // Output columns of this block: gate_up -> 32 columns col0.. (gate rows col0.., up rows
   // I + col0..); down -> 64 columns.
