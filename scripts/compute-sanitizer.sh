@@ -19,7 +19,8 @@
 #                                   1,2,3,5,64: every kernel instantiation, a fifth of the cases)
 #   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
 #   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
-#                                   `moebench list`); "suite" runs them all in one `moebench run`
+#                                   `moebench list`); "suite" runs them all in one `moebench run`;
+#                                   "none" runs no probe (test binaries only)
 #   MOEBENCH_SANITIZER_TIMEOUT      seconds per tool and binary (default 1800)
 #   MOEBENCH_SANITIZER_DEADLINE     seconds for the whole script (default none): each run's limit
 #                                   is cut to what is left, and runs that would start after it
@@ -200,6 +201,7 @@ for name in "${test_names[@]}"; do
 done
 # One run a probe: a slow probe under a slow tool then costs its own row, not the others'.
 for probe in "${probes[@]}"; do
+  [[ $probe == none ]] && continue
   for tool in "${tools[@]}"; do
     if [[ $probe == suite ]]; then
       start_run "$tool" moebench-run "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
