@@ -110,8 +110,19 @@ std::atomic<int>& cluster_route_flag() {
   static std::atomic<int> flag{on_unless_zero("MOE_ROUTE_CLUSTER")};
   return flag;
 }
+std::atomic<int>& top_k_select_flag() {
+  static std::atomic<int> flag{[] {
+    const char* v = std::getenv("MOE_ROUTE_SELECT");
+    if (v && std::string(v) == "ranks") return static_cast<int>(TopKSelect::ranks);
+    if (v && std::string(v) == "rounds") return static_cast<int>(TopKSelect::rounds);
+    return static_cast<int>(TopKSelect::automatic);
+  }()};
+  return flag;
+}
 }  // namespace
 
+void set_top_k_select(TopKSelect select) { top_k_select_flag() = static_cast<int>(select); }
+TopKSelect top_k_select() { return static_cast<TopKSelect>(top_k_select_flag().load()); }
 void set_programmatic_launch(bool enabled) { pdl_flag() = enabled ? 1 : 0; }
 bool programmatic_launch() { return pdl_flag() != 0; }
 void set_cluster_route(bool enabled) { cluster_route_flag() = enabled ? 1 : 0; }

@@ -122,4 +122,12 @@ bool programmatic_launch();
 void set_cluster_route(bool enabled);
 bool cluster_route();
 
+// How the route's ranking block picks each token's top-k (same ids either way): ranks (a
+// thread a logit, compared with the token's E logits) or rounds (a warp a token, k rounds of
+// a butterfly). automatic: ranks while a thread has one logit to place (decode sizes), rounds
+// beyond. MOE_ROUTE_SELECT=ranks or rounds in the environment forces one (A/B timing).
+enum class TopKSelect : int { automatic, ranks, rounds };
+void set_top_k_select(TopKSelect select);
+TopKSelect top_k_select();
+
 }  // namespace moe::kernels

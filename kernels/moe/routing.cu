@@ -63,6 +63,7 @@ struct RouteParams {
   std::uint32_t* membership;
   int* membership_prefix;
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
+  TopKSelect select;       // top_k_select() at enqueue
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -126,10 +127,54 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
   }
 }
 
+// The same selection, a warp a token: k rounds, each taking the best logit not yet taken (every
+// lane its E / 32 logits, then a butterfly) in the order select_top_k ranks by. A thread of
+// select_top_k compares one logit with all E: with several tokens of E = 128 each thread walks
+// 4 x 128 compares, where a round costs a warp E / 32 compares and 5 shuffle steps.
+__device__ void select_top_k_rounds(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
+  const int E = p.experts, lane = threadIdx.x & 31;
+  for (int t = threadIdx.x >> 5; t < tn; t += kRouteWarps) {
+    const float* row = logits[t];
+    float v[kMaxLogitsPerLane];
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j) v[j] = lane + 32 * j < E ? order_key(row[lane + 32 * j]) : 0.f;
+    std::uint32_t taken = 0;  // bit j: this lane's logit lane + 32 j is selected
+    for (int r = 0; r < p.top_k; ++r) {
+      float bv = -INFINITY;
+      int bi = E;  // E: none (every lane's candidates may be taken)
+#pragma unroll
+      for (int j = 0; j < kMaxLogitsPerLane; ++j) {
+        const int e = lane + 32 * j;
+        if (e < E && !((taken >> j) & 1u) && (bi == E || v[j] > bv)) {  // ascending e: ties keep the first
+          bv = v[j];
+          bi = e;
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (oi != E && (bi == E || ov > bv || (ov == bv && oi < bi))) {
+          bv = ov;
+          bi = oi;
+        }
+      }
+      // top_k <= E (validated), so a round always finds one; lane bi % 32 marks it taken.
+      if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
+      if (lane == 0) selected[t * kMaxTopK + r] = bi;
+    }
+  }
+}
+
 // Ranks and weighs the tile's tokens: the block selects, then a warp weighs a token.
+// Selection by ranks while a thread has one logit to place (tn x E <= threads: decode sizes at
+// E <= 256), by rounds beyond (top_k_select() overrides for A/B timing; same ids either way).
 __device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0, int tn, int* ids_copy) {
   __shared__ int selected[kRouteTokens * kMaxTopK];
-  select_top_k(p, logits, tn, selected);
+  const bool rounds = p.select == TopKSelect::rounds ||
+                      (p.select == TopKSelect::automatic && tn * p.experts > static_cast<int>(blockDim.x));
+  if (rounds) select_top_k_rounds(p, logits, tn, selected);
+  else select_top_k(p, logits, tn, selected);
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int t = warp; t < tn; t += kRouteWarps) weigh_token(p, logits, selected, t, t0, lane, ids_copy);
@@ -420,6 +465,7 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.membership = l.at<std::uint32_t>(s, l.membership);
   p.membership_prefix = l.at<int>(s, l.membership_prefix);
   p.counters = l.at<unsigned int>(s, l.done_counters);
+  p.select = top_k_select();
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));

@@ -795,6 +795,43 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
   }
 }
 
+struct TopKSelectRestore {
+  TopKSelect was = top_k_select();
+  ~TopKSelectRestore() { set_top_k_select(was); }
+};
+
+// The route's two top-k selections (a thread a logit by rank; a warp a token by rounds) must
+// pick the same ids in the same slots: the same routing scratch and output, bit for bit, on
+// both routes (the cluster route at decode sizes, the one-kernel route's token tiles beyond),
+// with ties (skewed routing gives every token the same biased experts) and E from 8 to 128.
+TEST_CASE("both top-k selections write the same routing bits") {
+  moe::test::test_device();
+  StreamHolder st;
+  const TopKSelectRestore restore;
+  std::vector<Shape> shapes = tiny_shapes();
+  for (const Shape& sh : model_shapes())
+    if (std::string(sh.name) != "deepseek-v3") shapes.push_back(sh);
+  for (const Shape& sh : shapes) {
+    const TestLayer layer(sh.dims, case_seed(), st.s);
+    for (int m : {1, 3, 8, 16, 37})
+      for (Routing r : {Routing::uniform, Routing::skewed}) {
+        INFO(case_name(sh.name, sh.dims, m, r, ForwardPath::automatic));
+        const std::uint64_t xseed = case_seed();
+        std::vector<float> bias;
+        if (r == Routing::skewed) bias = skew_bias(sh.dims, xseed);
+        Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::automatic, st.s);
+        set_top_k_select(TopKSelect::ranks);
+        f.run(st.s);
+        const auto routing_ranks = f.scratch_vec<std::uint8_t>(0, f.layout.done_counters);
+        const auto out_ranks = f.out_bits();
+        set_top_k_select(TopKSelect::rounds);
+        f.run(st.s);
+        CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_ranks);
+        CHECK(f.out_bits() == out_ranks);
+      }
+  }
+}
+
 // Layers back to back in one stream, each reading the last one's output, as the engine runs
 // them: under programmatic launch the next layer's route is scheduled while the last layer's
 // combine still runs (it prefetches router rows), and must not read x or write the shared
@@ -934,7 +971,8 @@ TEST_CASE("forward rejects bad arguments with the values named") {
 
 // ---------------------------------------------------------------- timing (never asserted)
 // Run explicitly: test_moe_kernels -tc="bench*" --no-skip. Narrowed by MOE_BENCH_SHAPE (one
-// shape name), MOE_BENCH_FORMAT (bf16 or int4) and MOE_BENCH_M (a list, default every M below).
+// shape name), MOE_BENCH_FORMAT (bf16 or int4) and MOE_BENCH_M (a list, default every M below);
+// per-stage times at M=1 and 64, or at every M with MOE_BENCH_STAGES set.
 TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
   const moe::Device& dev = moe::test::test_device();
   StreamHolder st;
@@ -1024,7 +1062,7 @@ TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
           const double us = ms[ms.size() / 2] * 1e3;
           const double gbs = bytes / (us * 1e-6) / 1e9;
           // Per stage (each alone in a graph over the layers), at a few M.
-          if ((m == 1 || m == 64) && variant != 1) {
+          if ((m == 1 || m == 64 || std::getenv("MOE_BENCH_STAGES")) && variant != 1) {
             const char* names[4] = {"route", "gate_up", "down", "combine"};
             double stage_us[4];
             for (int stg = 0; stg < 4; ++stg) {
