@@ -438,17 +438,14 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   }
 
   // Everything below comes from the route stage through scratch: clamped (see clamp_index).
-  // The active count is read once for the block: under a running forward whose scratch is
-  // overwritten (the bugs scratch-regrow reproduces), threads reading it apart could see two
-  // values, and a warp would walk table entries no thread filled (an illegal address, caught
-  // in a GPU core dump: 1 run in 24).
-  __shared__ int s_active;
+  // Every routed entry is filled, not just the active ones: under a running forward whose
+  // scratch is overwritten (the bugs scratch-regrow reproduces) each thread may read another
+  // active count, and a warp walked entries that no thread had filled (an illegal address, 1
+  // run in 24, found in a GPU core dump). Past the active ones the list holds -1 (clamped to
+  // expert 0, never walked). The loads run in parallel, as the active ones' did.
   const int total = E + S, pairs = p.m * p.slots;
-  if (threadIdx.x == 0) s_active = detail::clamp_index(__ldcg(p.num_active), S, total);
-  __syncthreads();
-  const int active = s_active;
-  const int routed = active - S;  // the shared experts are always active (m >= 1)
-  for (int i = threadIdx.x; i < routed; i += kThreads) {
+  const int active = detail::clamp_index(__ldcg(p.num_active), S, total);
+  for (int i = threadIdx.x; i < E; i += kThreads) {
     const int e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);
     const int first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
     const int count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
