@@ -4,7 +4,7 @@
 // Grid (E, ceil(m / 8)): a block computes one expert's logits for a tile of 8 tokens, its 8
 // warps splitting H (16-byte loads, fp32 accumulation, partial sums added in warp order, so
 // the result does not depend on scheduling). The last block to finish a token tile (counter
-// per tile) ranks that tile's tokens (select_top_k, then a warp a token for the weights); the
+// per tile) ranks that tile's tokens (rank_tile: top-k ids, then a warp a token for the weights); the
 // last tile to finish (global counter) groups all pairs. Counters are zeroed by a memset node
 // before the kernel.
 //
@@ -16,9 +16,11 @@
 // router rows (which no earlier kernel writes) are prefetched into L2 while the previous
 // layer's combine still runs, and it lets gate_up start once its logits are done.
 //
-// Measured on an H200 (deepseek-v2-lite bf16 M=1, per-warp timestamps; docs/kernel-notes.md):
-// the one-kernel route spent 7.5 us in its last block, 4 us of it in the warp-per-token
-// selection rounds that select_top_k replaces.
+// Measured on an H200 (docs/kernel-notes.md): at deepseek-v2-lite bf16 M=1 (per-warp
+// timestamps) the one-kernel route spent 7.5 us in its last block, 4 us of it in warp-per-token
+// selection rounds reading the logits from L2, which select_top_k's ranks replace at decode
+// sizes; at 8 tokens of E = 128 a tile the ranks cost qwen3-30b-a3b's route 11-15 us more, and
+// the rounds (from shared memory) run there instead (route stage at M=16: 27.1 -> 19.3 us).
 #include <cooperative_groups.h>
 
 #include <cmath>
