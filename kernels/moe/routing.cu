@@ -169,8 +169,9 @@ __device__ void select_top_k_rounds(const RouteParams& p, const TileLogits& logi
 }
 
 // Ranks and weighs the tile's tokens: the block selects, then a warp weighs a token.
-// Selection by ranks while a thread has one logit to place (tn x E <= threads: decode sizes at
-// E <= 256), by rounds beyond (top_k_select() overrides for A/B timing; same ids either way).
+// Selection by ranks while a thread has one logit to place (tn x E <= threads: one token at
+// E <= 256, four at E <= 64), by rounds beyond (top_k_select() overrides for A/B timing; same
+// ids either way).
 __device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0, int tn, int* ids_copy) {
   __shared__ int selected[kRouteTokens * kMaxTopK];
   const bool rounds = p.select == TopKSelect::rounds ||
