@@ -848,10 +848,12 @@ TEST_CASE("chained layers under programmatic launch give the one-at-a-time bits"
   std::vector<std::unique_ptr<TestLayer>> layers;
   for (int i = 0; i < kLayers; ++i) layers.push_back(std::make_unique<TestLayer>(d, case_seed(), st.s));
   // 1, 4 and 8 tokens (the cluster route's range), or those of MOE_TEST_M's list up to 8.
-  std::vector<int> ms;
-  for (int m : test_ms())
-    if (m <= 8) ms.push_back(m);
-  if (std::getenv("MOE_TEST_M") == nullptr) ms = {1, 4, 8};
+  std::vector<int> ms{1, 4, 8};
+  if (std::getenv("MOE_TEST_M") != nullptr) {
+    ms.clear();
+    for (int m : test_ms())
+      if (m <= 8) ms.push_back(m);
+  }
   REQUIRE_MESSAGE(!ms.empty(), "MOE_TEST_M lists no M up to 8 for the chained layers");
   for (int m : ms)
     for (int pdl = 0; pdl < 2; ++pdl) {
