@@ -110,6 +110,24 @@ std::atomic<int>& cluster_route_flag() {
   static std::atomic<int> flag{on_unless_zero("MOE_ROUTE_CLUSTER")};
   return flag;
 }
+std::atomic<int>& spare_late_block_flag() {
+  static std::atomic<int> flag{on_unless_zero("MOE_SPARE_LATE_BLOCK")};
+  return flag;
+}
+std::atomic<int>& hold_router_rows_flag() {
+  static std::atomic<int> flag{on_unless_zero("MOE_HOLD_ROUTER_ROWS")};
+  return flag;
+}
+std::atomic<int>& int4_decode_flag() {
+  static std::atomic<int> flag{[] {
+    const char* v = std::getenv("MOE_INT4_DECODE");
+    const std::string mode = v ? v : "";
+    if (mode == "simt") return static_cast<int>(Int4Decode::simt);
+    if (mode == "tensor_cores") return static_cast<int>(Int4Decode::tensor_cores);
+    return static_cast<int>(Int4Decode::automatic);
+  }()};
+  return flag;
+}
 std::atomic<int>& top_k_select_flag() {
   static std::atomic<int> flag{[] {
     const char* v = std::getenv("MOE_ROUTE_SELECT");
@@ -125,6 +143,28 @@ void set_top_k_select(TopKSelect select) { top_k_select_flag() = static_cast<int
 TopKSelect top_k_select() { return static_cast<TopKSelect>(top_k_select_flag().load()); }
 void set_programmatic_launch(bool enabled) { pdl_flag() = enabled ? 1 : 0; }
 bool programmatic_launch() { return pdl_flag() != 0; }
+void set_spare_late_block(bool enabled) { spare_late_block_flag() = enabled ? 1 : 0; }
+bool spare_late_block() { return spare_late_block_flag() != 0; }
+void set_hold_router_rows(bool enabled) { hold_router_rows_flag() = enabled ? 1 : 0; }
+bool hold_router_rows() { return hold_router_rows_flag() != 0; }
+void set_int4_decode(Int4Decode mode) { int4_decode_flag() = static_cast<int>(mode); }
+Int4Decode int4_decode() { return static_cast<Int4Decode>(int4_decode_flag().load()); }
+
+int decode_max_tokens(WeightFormat f) {
+  if (f == WeightFormat::bf16) return kDecodeMaxTokensBf16;
+  return int4_decode() == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
+}
+
+bool int4_decode_on_tensor_cores(int m) {
+  if (current_device_sm() < 80) return false;  // mma.sync with bf16 operands
+  switch (int4_decode()) {
+    case Int4Decode::simt: return false;
+    case Int4Decode::tensor_cores: return true;
+    case Int4Decode::automatic: break;
+  }
+  return m >= 2;
+}
+
 void set_cluster_route(bool enabled) { cluster_route_flag() = enabled ? 1 : 0; }
 bool cluster_route() { return cluster_route_flag() != 0; }
 

@@ -10,6 +10,10 @@ namespace moe::kernels {
 // (unless cluster_route() is off): one cluster whose block 0 ranks and groups, no memset.
 void enqueue_route(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
+// Whether enqueue_route runs the cluster route for these args (its ranking block then holds
+// one SM while gate_up's blocks start).
+bool route_runs_as_cluster(const MoeForwardArgs& args);
+
 // gate_up + SwiGLU into scratch h, and down into scratch down_out.
 void enqueue_gate_up_decode(const MoeForwardArgs& args, const ScratchLayout& layout,
                             cudaStream_t stream);

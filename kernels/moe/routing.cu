@@ -13,8 +13,9 @@
 // E / kClusterBlocks experts into block 0's shared memory, one cluster barrier, and block 0
 // ranks and groups with the logits and top-k ids in shared memory. No memset node, no fences,
 // no counter atomics, no re-reads of the ids from L2. It is launched programmatically: the
-// router rows (which no earlier kernel writes) are prefetched into L2 while the previous
-// layer's combine still runs, and it lets gate_up start once its logits are done.
+// router rows (which no earlier kernel writes) are loaded into registers (HeldRouterRows, up
+// to 8 rows a block at H <= 2048) or asked of L2 while the previous layer's combine still
+// runs, and it lets gate_up start once its logits are done.
 //
 // Measured on an H200 (docs/kernel-notes.md): at deepseek-v2-lite bf16 M=1 (per-warp
 // timestamps) the one-kernel route spent 7.5 us in its last block, 4 us of it in warp-per-token
@@ -66,6 +67,7 @@ struct RouteParams {
   int* membership_prefix;
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
   TopKSelect select;       // top_k_select() at enqueue
+  bool hold_router_rows;   // hold_router_rows() at enqueue (cluster route)
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -291,6 +293,10 @@ __device__ void group_pairs(const RouteParams& p, const int* ids) {
   }
 }
 
+template <int kExperts, class Store>
+__device__ void store_logits(const RouteParams& p, const float (&partial)[kRouteWarps][kExperts][kRouteTokens], int e0,
+                             int ne, int t0, int tn, Store store);
+
 // Logits of experts e0 .. e0 + ne - 1 (ne <= kExperts) for tokens t0 .. t0 + tn - 1
 // (tn <= kRouteTokens), handed to store(e, t, logit) by thread t of the block. Every expert is
 // summed the same way whatever kExperts (thread i takes vectors i, i + 256, ...; warp sums,
@@ -333,6 +339,13 @@ __device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int t
         if (lane == 0) partial[warp][j][t] = s;
       }
     }
+  store_logits<kExperts>(p, partial, e0, ne, t0, tn, store);
+}
+
+// The 8 warps' partial sums of each logit, added in warp order, plus the bias.
+template <int kExperts, class Store>
+__device__ void store_logits(const RouteParams& p, const float (&partial)[kRouteWarps][kExperts][kRouteTokens], int e0,
+                             int ne, int t0, int tn, Store store) {
   __syncthreads();
   for (int i = threadIdx.x; i < ne * kRouteTokens; i += kRouteThreads) {
     const int j = i / kRouteTokens, t = i % kRouteTokens;
@@ -345,6 +358,41 @@ __device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int t
   }
   __syncthreads();  // partial is reused by the next call
 }
+
+// Router rows held in registers across the dependency wait (cluster route): a block's rows
+// (at most kHeldRows experts) when one 16-byte vector a thread covers a row (H <= 2048). No
+// earlier kernel writes the router, so they are loaded while the previous kernel still runs,
+// and after the wait the logits cost one load of x instead of two L2 round trips.
+constexpr int kHeldRows = 8;
+struct HeldRouterRows {
+  uint4 w[kHeldRows];
+  __device__ static bool fits(const RouteParams& p, int count) {
+    return count <= kHeldRows && p.hidden <= 8 * kRouteThreads;
+  }
+  __device__ void load(const RouteParams& p, int first, int count) {
+    const int v = min(static_cast<int>(threadIdx.x), p.hidden / 8 - 1);  // past H: never summed
+#pragma unroll
+    for (int j = 0; j < kHeldRows; ++j)
+      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(first + min(j, count - 1)) * p.hidden) + v);
+  }
+  // block_logits' sums from the held rows: same order, so the same bits.
+  template <class Store>
+  __device__ void logits(const RouteParams& p, int first, int count, Store store) const {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __shared__ float partial[kRouteWarps][kHeldRows][kRouteTokens];
+    const bool in_row = static_cast<int>(threadIdx.x) < p.hidden / 8;
+    for (int t = 0; t < p.m; ++t) {
+      const uint4 xv = in_row ? __ldg(reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden) + threadIdx.x)
+                              : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int j = 0; j < kHeldRows; ++j) {
+        const float s = detail::warp_sum(in_row ? detail::dot8_bf16(w[j], xv, 0.f) : 0.f);
+        if (lane == 0) partial[warp][j][t] = s;
+      }
+    }
+    store_logits<kHeldRows>(p, partial, first, count, 0, p.m, store);
+  }
+};
 
 __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   // The expert kernels may be scheduled now; they wait for this grid before reading routing.
@@ -411,19 +459,27 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   // No earlier kernel writes the router: bring this block's rows into L2 while the previous
   // kernel (the last layer's combine) finishes. x and scratch only after the wait: the
   // previous layer's kernels read this scratch and write x.
-  {
-    const char* rows = reinterpret_cast<const char*>(p.router + static_cast<std::size_t>(first) * p.hidden);
+  const bool held = p.hold_router_rows && HeldRouterRows::fits(p, count) && count > 0;
+  HeldRouterRows rows;
+  if (held) {
+    rows.load(p, first, count);
+  } else {
+    const char* bytes = reinterpret_cast<const char*>(p.router + static_cast<std::size_t>(first) * p.hidden);
     const int lines = static_cast<int>((static_cast<std::size_t>(count) * p.hidden * 2 + 127) / 128);
-    for (int i = threadIdx.x; i < lines; i += kRouteThreads) detail::prefetch_l2(rows + static_cast<std::size_t>(i) * 128);
+    for (int i = threadIdx.x; i < lines; i += kRouteThreads) detail::prefetch_l2(bytes + static_cast<std::size_t>(i) * 128);
   }
   detail::grid_dependency_wait();
   cluster.barrier_wait(std::move(started));
   float* logits0 = cluster.map_shared_rank(&s_logits[0][0], 0);
-  for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
-    block_logits<kLogitExperts>(p, e0, min(kLogitExperts, first + count - e0), 0, p.m, [&](int e, int t, float logit) {
-      p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
-      logits0[t * kLogitsStride + e] = logit;
-    });
+  const auto store = [&](int e, int t, float logit) {
+    p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
+    logits0[t * kLogitsStride + e] = logit;
+  };
+  if (held)
+    rows.logits(p, first, count, store);
+  else
+    for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
+      block_logits<kLogitExperts>(p, e0, min(kLogitExperts, first + count - e0), 0, p.m, store);
   cluster.sync();  // every block's logits are in block 0's shared memory
   // Only now may gate_up be scheduled: it reads x (complete: this grid has waited) and then
   // streams the shared experts while block 0 ranks and groups. Earlier, its stream would slow
@@ -438,6 +494,11 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
 #undef MOE_ROUTE_CLUSTER_DIMS
 
 }  // namespace
+
+bool route_runs_as_cluster(const MoeForwardArgs& a) {
+  return a.m <= kRouteTokens && cluster_route() && current_device_sm() >= 90 &&
+         resolve_forward_path(a) == ForwardPath::decode;
+}
 
 void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const MoeDims& d = a.dims;
@@ -469,14 +530,14 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.membership_prefix = l.at<int>(s, l.membership_prefix);
   p.counters = l.at<unsigned int>(s, l.done_counters);
   p.select = top_k_select();
+  p.hold_router_rows = hold_router_rows();
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
   // The cluster pays off through its overlap with the decode gate_up (launched programmatically
   // behind it). Ahead of the tensor-core kernels (m 3..8 in int4, 5..8 in bf16) its 8 blocks
   // computing all the logits lost to the E-block route (H200: qwen3-30b-a3b bf16 M=8 +8%).
-  if (a.m <= kRouteTokens && cluster_route() && current_device_sm() >= 90 &&
-      resolve_forward_path(a) == ForwardPath::decode) {
+  if (route_runs_as_cluster(a)) {
     detail::launch(route_cluster_kernel, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
                    /*programmatic=*/true, "route_cluster_kernel", p);
     return;

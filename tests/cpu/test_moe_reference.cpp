@@ -2,10 +2,12 @@
 // top-k tie-breaking, grouping and the layer reference. Runs in CI without a GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <string>
 #include <numeric>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "kernels/moe/generate.hpp"
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_fragments.hpp"
 #include "kernels/moe/reference.hpp"
 
 using namespace moe::kernels;
@@ -293,4 +296,76 @@ TEST_CASE("forward argument validation and scratch layout (host only)") {
   CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("m 0"), moe::Error);
   CHECK(decode_max_tokens(WeightFormat::bf16) >= 1);
   CHECK(to_string(ForwardPath::automatic) == "auto");
+}
+
+// The int4 decode path reaches M=8 only with the tensor-core decode warp available: the SIMT
+// int4 kernels spill registers from 4 tokens a pass and lose to the tensor-core tiles there.
+TEST_CASE("int4's decode bound follows the int4 decode kernels") {
+  const Int4Decode was = int4_decode();
+  set_int4_decode(Int4Decode::automatic);
+  CHECK(decode_max_tokens(WeightFormat::int4) == kDecodeMaxTokensInt4);
+  set_int4_decode(Int4Decode::tensor_cores);
+  CHECK(decode_max_tokens(WeightFormat::int4) == kDecodeMaxTokensInt4);
+  set_int4_decode(Int4Decode::simt);
+  CHECK(decode_max_tokens(WeightFormat::int4) == kDecodeMaxTokensInt4Simt);
+  CHECK(decode_max_tokens(WeightFormat::bf16) == kDecodeMaxTokensBf16);
+  set_int4_decode(was);
+  CHECK(kDecodeMaxTokensInt4Simt < kDecodeMaxTokensInt4);
+}
+
+// The int4 tensor-core decode warp's fragment mapping (int4_mma_fragments.hpp), emulated.
+// Lanes build their A (activations) and B (codes) registers as the kernel does; the mma is
+// evaluated from the PTX fragment layout of m16n8k16 (lane T: A row T / 4, B column T / 4,
+// logical k 2c, 2c + 1 in one register and 2c + 8, 2c + 9 in another, c = T % 4). Over a
+// 128-k group's 8 steps every (token, row) must get the plain dot product of its 128 k.
+TEST_CASE("int4 mma fragments: a group's 8 steps give each token's dot product with each row") {
+  using namespace int4_mma;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> qd(-8, 7);
+  std::uniform_real_distribution<float> xd(-2.f, 2.f);
+  constexpr int kK = 128, kCols = 8, kTok = 8;
+  std::vector<int> q(kCols * kK);
+  for (int& v : q) v = qd(rng);
+  const std::vector<std::uint32_t> packed = int4_pack(q, kCols, kK);  // [8][16] words
+  std::vector<std::uint16_t> x(kTok * kK);
+  for (auto& v : x) v = float_to_bf16_bits(xd(rng));
+  auto lo = [](std::uint32_t w) { return bf16_bits_to_float(static_cast<std::uint16_t>(w & 0xFFFFu)); };
+  auto hi = [](std::uint32_t w) { return bf16_bits_to_float(static_cast<std::uint16_t>(w >> 16)); };
+  double got[kTok][kCols] = {};
+  for (int s = 0; s < 8; ++s) {
+    float a[32][2], a8[32][2], b[32][2], b8[32][2];  // per lane: logical (2c, 2c+1) and (2c+8, 2c+9)
+    for (int lane = 0; lane < 32; ++lane) {
+      const int n = lane / 4, c = lane % 4, word = c * 4 + s / 2;  // the lane's 32 k: words 4c..4c+3
+      std::uint32_t xw[4];
+      for (int i = 0; i < 4; ++i)
+        xw[i] = x[n * kK + word * 8 + 2 * i] | (static_cast<std::uint32_t>(x[n * kK + word * 8 + 2 * i + 1]) << 16);
+      const std::uint32_t pa = activation_pair(xw, pair_of(s, 0)), pa8 = activation_pair(xw, pair_of(s, 1));
+      const std::uint32_t w = packed[n * (kK / 8) + word];
+      const std::uint32_t pb = weight_pair_biased(w, pair_of(s, 0)), pb8 = weight_pair_biased(w, pair_of(s, 1));
+      a[lane][0] = lo(pa), a[lane][1] = hi(pa), a8[lane][0] = lo(pa8), a8[lane][1] = hi(pa8);
+      // The kernel subtracts 136 in bf16 (exact): here in float.
+      b[lane][0] = lo(pb) - 136.f, b[lane][1] = hi(pb) - 136.f, b8[lane][0] = lo(pb8) - 136.f, b8[lane][1] = hi(pb8) - 136.f;
+    }
+    for (int t = 0; t < kTok; ++t)
+      for (int col = 0; col < kCols; ++col)
+        for (int kl = 0; kl < 16; ++kl) {
+          const int c = (kl % 8) / 2, e = kl % 2;
+          const float av = kl < 8 ? a[4 * t + c][e] : a8[4 * t + c][e];
+          const float bv = kl < 8 ? b[4 * col + c][e] : b8[4 * col + c][e];
+          got[t][col] += static_cast<double>(av) * bv;
+        }
+  }
+  for (int t = 0; t < kTok; ++t)
+    for (int col = 0; col < kCols; ++col) {
+      double want = 0;
+      for (int k = 0; k < kK; ++k) want += static_cast<double>(bf16_bits_to_float(x[t * kK + k])) * q[col * kK + k];
+      CAPTURE(t);
+      CAPTURE(col);
+      CHECK(got[t][col] == doctest::Approx(want).epsilon(1e-12));
+    }
+  // The documented map covers each of a lane's 32 k once per group.
+  std::vector<int> seen(32, 0);
+  for (int s = 0; s < 8; ++s)
+    for (int e = 0; e < 4; ++e) ++seen[k_of(s, e)];
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 32);
 }

@@ -550,6 +550,18 @@ struct PdlRestore {
   ~PdlRestore() { set_programmatic_launch(was); }
 };
 
+struct Int4DecodeRestore {
+  Int4Decode was = int4_decode();
+  ~Int4DecodeRestore() { set_int4_decode(was); }
+};
+
+// The int4 decode kernels a decode-path case runs under: both (SIMT and tensor cores) where
+// the case is int4 on the decode path, else whatever is set.
+std::vector<Int4Decode> int4_decode_kernels(WeightFormat f, ForwardPath p) {
+  if (f == WeightFormat::int4 && p == ForwardPath::decode) return {Int4Decode::simt, Int4Decode::tensor_cores};
+  return {int4_decode()};
+}
+
 }  // namespace
 
 TEST_CASE("generation kernels match the host derivation") {
@@ -609,6 +621,7 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
   moe::test::test_device();
   StreamHolder st;
   const PdlRestore restore;
+  const Int4DecodeRestore int4_restore;
   set_programmatic_launch(false);  // the main loop without PDL; the PDL runs follow
   int cases = 0, ties = 0;
   double worst = 0;
@@ -619,14 +632,17 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
       const TestLayer layer(d, case_seed(), st.s);
       for (int m : test_ms())
         for (Routing r : {Routing::uniform, Routing::skewed})
-          for (ForwardPath p : {ForwardPath::automatic, ForwardPath::decode, ForwardPath::tensor_core}) {
-            INFO(case_name(sh.name, d, m, r, p));
-            const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s);
-            ++cases;
-            ties += s.near_ties;
-            worst = std::max(worst, s.layer_rel);
-          }
+          for (ForwardPath p : {ForwardPath::automatic, ForwardPath::decode, ForwardPath::tensor_core})
+            for (Int4Decode kernels : int4_decode_kernels(fmt, p)) {
+              set_int4_decode(kernels);
+              INFO(case_name(sh.name, d, m, r, p) << " int4 decode " << static_cast<int>(kernels));
+              const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s);
+              ++cases;
+              ties += s.near_ties;
+              worst = std::max(worst, s.layer_rel);
+            }
     }
+  set_int4_decode(int4_restore.was);
   // The same with programmatic dependent launch between the decode kernels.
   set_programmatic_launch(true);
   for (const Shape& sh : tiny_shapes())
@@ -763,6 +779,59 @@ struct ClusterRouteRestore {
   ~ClusterRouteRestore() { set_cluster_route(was); }
 };
 
+struct HoldRouterRowsRestore {
+  bool was = hold_router_rows();
+  ~HoldRouterRowsRestore() { set_hold_router_rows(was); }
+};
+
+struct SpareLateBlockRestore {
+  bool was = spare_late_block();
+  ~SpareLateBlockRestore() { set_spare_late_block(was); }
+};
+
+// gate_up's last block streams no shared expert when the cluster route's ranking block holds
+// its SM (spare_late_block()): the other warps take its shared units. Each unit's sums are the
+// same whichever warp computes them, so the output must keep its bits. A full grid is needed
+// for the rule to apply: the model shapes with shared experts, at decode sizes.
+TEST_CASE("sparing gate_up's late block keeps the output's bits") {
+  const moe::Device& dev = moe::test::test_device();
+  if (dev.props.major < 9) {
+    MESSAGE("sm " << dev.props.major << dev.props.minor << ": no cluster route, so no late block to spare");
+    return;
+  }
+  StreamHolder st;
+  const PdlRestore pdl_restore;
+  const SpareLateBlockRestore spare_restore;
+  int cases = 0;
+  for (const Shape& sh : model_shapes()) {
+    if (sh.dims.shared == 0 || std::string(sh.name) == "deepseek-v3") continue;
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      const TestLayer layer(d, case_seed(), st.s);
+      for (int m : {1, 2, 5, 8})
+        for (Routing r : {Routing::uniform, Routing::skewed}) {
+          if (m > decode_max_tokens(fmt)) continue;
+          INFO(case_name(sh.name, d, m, r, ForwardPath::decode));
+          set_programmatic_launch(true);
+          const std::uint64_t xseed = case_seed();
+          std::vector<float> bias;
+          if (r == Routing::skewed) bias = skew_bias(d, xseed);
+          Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::decode, st.s);
+          set_spare_late_block(false);
+          f.run(st.s);  // poisons the output and scratch first
+          const auto out_all = f.out_bits();
+          set_spare_late_block(true);
+          f.run(st.s);
+          CHECK(f.out_bits() == out_all);
+          ++cases;
+        }
+    }
+  }
+  CHECK(cases > 0);
+  MESSAGE(cases << " cases");
+}
+
 // At decode sizes on sm_90+ the route runs as one cluster (cluster_route()); otherwise as the
 // one-kernel route. Both must write the same scratch, bit for bit: logits, top-k ids and
 // weights, counts, offsets, active list, tiles, sorted pairs and positions (everything before
@@ -776,6 +845,7 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
   StreamHolder st;
   const PdlRestore pdl_restore;
   const ClusterRouteRestore cluster_restore;
+  const HoldRouterRowsRestore held_restore;
   for (const Shape& sh : route_test_shapes()) {
     const TestLayer layer(sh.dims, case_seed(), st.s);
     for (int m : {1, 3, 8})
@@ -794,6 +864,13 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
           const auto out_cluster = f.out_bits();
           set_cluster_route(false);
           f.run(st.s);
+          CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_cluster);
+          CHECK(f.out_bits() == out_cluster);
+          // The cluster route with its router rows loaded after the wait instead of held.
+          set_cluster_route(true);
+          set_hold_router_rows(false);
+          f.run(st.s);
+          set_hold_router_rows(held_restore.was);
           CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_cluster);
           CHECK(f.out_bits() == out_cluster);
         }
