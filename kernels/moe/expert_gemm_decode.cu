@@ -124,30 +124,33 @@ int shared_expert_warps(unsigned grid, long long resident, bool ranking_block_ah
   return static_cast<int>(grid - (late_block ? 1 : 0)) * kWarps;
 }
 
-template <WeightFormat F, bool kGateUp, int kTokens>
-void launch_decode_shape(DecodeParams p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
-  constexpr int rows = PieceShape<F, kGateUp, kTokens>::kRows;
-  p.units = kGateUp ? p.out_rows / (rows / 2) : p.out_rows / rows;  // H % 32 == 0, validated
-  constexpr auto kernel = decode_expert_gemm_kernel<F, kGateUp, kTokens>;
-  const long long resident = detail::resident_blocks<kernel, kThreads>();
+// Launches a decode kernel on the warps its units need (`units` an expert, dealt one a warp),
+// at most every resident block.
+template <auto Kernel>
+void launch_decode_grid(DecodeParams p, int units, long long max_active, bool ranking_block_ahead,
+                        cudaStream_t stream, const char* name) {
+  p.units = units;
+  const long long resident = detail::resident_blocks<Kernel, kThreads>();
   const long long wanted = (max_active * p.units + kWarps - 1) / kWarps;
   const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
   p.shared_warps = shared_expert_warps(grid, resident, ranking_block_ahead);
-  detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
-                 "decode_expert_gemm_kernel", p);
+  detail::launch(Kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true, name, p);
+}
+
+template <WeightFormat F, bool kGateUp, int kTokens>
+void launch_decode_shape(const DecodeParams& p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
+  constexpr int rows = PieceShape<F, kGateUp, kTokens>::kRows;
+  const int units = kGateUp ? p.out_rows / (rows / 2) : p.out_rows / rows;  // H % 32 == 0, validated
+  launch_decode_grid<decode_expert_gemm_kernel<F, kGateUp, kTokens>>(p, units, max_active, ranking_block_ahead,
+                                                                     stream, "decode_expert_gemm_kernel");
 }
 
 // The int4 decode kernel on tensor cores (Int4MmaWarp): units of 8 weight rows.
 template <bool kGateUp>
-void launch_int4_mma(DecodeParams p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
-  p.units = kGateUp ? p.out_rows / 4 : p.out_rows / 8;
-  constexpr auto kernel = decode_expert_gemm_kernel<WeightFormat::int4, kGateUp, 8, true>;
-  const long long resident = detail::resident_blocks<kernel, kThreads>();
-  const long long wanted = (max_active * p.units + kWarps - 1) / kWarps;
-  const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
-  p.shared_warps = shared_expert_warps(grid, resident, ranking_block_ahead);
-  detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
-                 "decode_expert_gemm_kernel<int4 mma>", p);
+void launch_int4_mma(const DecodeParams& p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
+  const int units = kGateUp ? p.out_rows / 4 : p.out_rows / 8;
+  launch_decode_grid<decode_expert_gemm_kernel<WeightFormat::int4, kGateUp, 8, true>>(
+      p, units, max_active, ranking_block_ahead, stream, "decode_expert_gemm_kernel<int4 mma>");
 }
 
 template <WeightFormat F, bool kGateUp>

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "common/cuda_check.hpp"
 #include "kernels/moe/forward_stages.hpp"
@@ -118,23 +120,26 @@ std::atomic<int>& hold_router_rows_flag() {
   static std::atomic<int> flag{on_unless_zero("MOE_HOLD_ROUTER_ROWS")};
   return flag;
 }
+// A mode switch's start value: the mode its environment variable names, else `fallback`.
+int mode_from_env(const char* variable, std::initializer_list<std::pair<const char*, int>> modes, int fallback) {
+  const char* v = std::getenv(variable);
+  if (v == nullptr) return fallback;
+  for (const auto& [name, mode] : modes)
+    if (std::string(v) == name) return mode;
+  return fallback;
+}
 std::atomic<int>& int4_decode_flag() {
-  static std::atomic<int> flag{[] {
-    const char* v = std::getenv("MOE_INT4_DECODE");
-    const std::string mode = v ? v : "";
-    if (mode == "simt") return static_cast<int>(Int4Decode::simt);
-    if (mode == "tensor_cores") return static_cast<int>(Int4Decode::tensor_cores);
-    return static_cast<int>(Int4Decode::automatic);
-  }()};
+  static std::atomic<int> flag{mode_from_env("MOE_INT4_DECODE",
+                                             {{"simt", static_cast<int>(Int4Decode::simt)},
+                                              {"tensor_cores", static_cast<int>(Int4Decode::tensor_cores)}},
+                                             static_cast<int>(Int4Decode::automatic))};
   return flag;
 }
 std::atomic<int>& top_k_select_flag() {
-  static std::atomic<int> flag{[] {
-    const char* v = std::getenv("MOE_ROUTE_SELECT");
-    if (v && std::string(v) == "ranks") return static_cast<int>(TopKSelect::ranks);
-    if (v && std::string(v) == "rounds") return static_cast<int>(TopKSelect::rounds);
-    return static_cast<int>(TopKSelect::automatic);
-  }()};
+  static std::atomic<int> flag{mode_from_env("MOE_ROUTE_SELECT",
+                                             {{"ranks", static_cast<int>(TopKSelect::ranks)},
+                                              {"rounds", static_cast<int>(TopKSelect::rounds)}},
+                                             static_cast<int>(TopKSelect::automatic))};
   return flag;
 }
 }  // namespace
