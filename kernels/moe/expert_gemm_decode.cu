@@ -19,10 +19,10 @@
 // says, so gate_up streams them before it waits for the route kernel (under programmatic
 // dependent launch that overlaps routing; a block that can only start when the route's ranking
 // block leaves its SM leaves them to the others, shared_expert_warps); the routed experts
-// follow once the route kernel's active list is visible. down waits first (it reads h) but asks L2 for its shared rows
-// before, then runs one pipeline over every expert. A block copies the active experts' weight
-// pointers and pair ranges into shared memory once, so the issue of a piece costs no
-// dependent global load.
+// follow once the route kernel's active list is visible. down waits first (it reads h) but
+// asks L2 for its shared rows before, then runs one pipeline over every expert. A block
+// copies the active experts' weight pointers and pair ranges into shared memory once, so the
+// issue of a piece costs no dependent global load.
 // Activations (x rows, h rows) are read through L1: a token's row is shared by every warp.
 //
 // Measured (H200, graph replay, weights rotated past L2; docs/kernel-notes.md): deepseek-v2-lite

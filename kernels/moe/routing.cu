@@ -373,7 +373,8 @@ struct HeldRouterRows {
     const int v = min(static_cast<int>(threadIdx.x), p.hidden / 8 - 1);  // past H: never summed
 #pragma unroll
     for (int j = 0; j < kHeldRows; ++j)
-      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(first + min(j, count - 1)) * p.hidden) + v);
+      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(first + min(j, count - 1)) * p.hidden) +
+                   v);
   }
   // block_logits' sums from the held rows: same order, so the same bits.
   template <class Store>
@@ -382,8 +383,8 @@ struct HeldRouterRows {
     __shared__ float partial[kRouteWarps][kHeldRows][kRouteTokens];
     const bool in_row = static_cast<int>(threadIdx.x) < p.hidden / 8;
     for (int t = 0; t < p.m; ++t) {
-      const uint4 xv = in_row ? __ldg(reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden) + threadIdx.x)
-                              : make_uint4(0, 0, 0, 0);
+      const uint4* x_row = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden);
+      const uint4 xv = in_row ? __ldg(x_row + threadIdx.x) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int j = 0; j < kHeldRows; ++j) {
         const float s = detail::warp_sum(in_row ? detail::dot8_bf16(w[j], xv, 0.f) : 0.f);
@@ -456,8 +457,8 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   const int per_block = (p.experts + kClusterBlocks - 1) / kClusterBlocks;
   const int first = block * per_block;
   const int count = max(0, min(per_block, p.experts - first));
-  // No earlier kernel writes the router: bring this block's rows into L2 while the previous
-  // kernel (the last layer's combine) finishes. x and scratch only after the wait: the
+  // No earlier kernel writes the router: bring this block's rows into registers (or L2)
+  // while the previous kernel (the last layer's combine) finishes. x and scratch only after the wait: the
   // previous layer's kernels read this scratch and write x.
   const bool held = p.hold_router_rows && HeldRouterRows::fits(p, count) && count > 0;
   HeldRouterRows rows;
@@ -535,7 +536,7 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
   // The cluster pays off through its overlap with the decode gate_up (launched programmatically
-  // behind it). Ahead of the tensor-core kernels (m 3..8 in int4, 5..8 in bf16) its 8 blocks
+  // behind it). Ahead of the tensor-core kernels (m 5..8 in bf16) its 8 blocks
   // computing all the logits lost to the E-block route (H200: qwen3-30b-a3b bf16 M=8 +8%).
   if (route_runs_as_cluster(a)) {
     detail::launch(route_cluster_kernel, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
