@@ -46,11 +46,16 @@ namespace {
 
 using namespace decode;
 
+// The warp kind of a decode kernel: SIMT in its piece shape, or int4 on tensor cores.
+template <WeightFormat F, bool kGateUp, int kTokens, bool kMma>
+using WarpKind = std::conditional_t<kMma, Int4MmaWarp<kGateUp>,
+                                    DecodeWarp<F, kGateUp, PieceShape<F, kGateUp, kTokens>::kRows,
+                                               PieceShape<F, kGateUp, kTokens>::kVecs,
+                                               PieceShape<F, kGateUp, kTokens>::kDepth, kTokens>>;
+
 template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
 __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
-  using Shape = PieceShape<F, kGateUp, kTokens>;
-  using Warp = std::conditional_t<kMma, Int4MmaWarp<kGateUp>,
-                                  DecodeWarp<F, kGateUp, Shape::kRows, Shape::kVecs, Shape::kDepth, kTokens>>;
+  using Warp = WarpKind<F, kGateUp, kTokens, kMma>;
   __shared__ BlockTables tables;
   detail::allow_dependent_launch();
   const int lane = threadIdx.x & 31;
@@ -124,43 +129,28 @@ int shared_expert_warps(unsigned grid, long long resident, bool ranking_block_ah
   return static_cast<int>(grid - (late_block ? 1 : 0)) * kWarps;
 }
 
-// Launches a decode kernel on the warps its units need (`units` an expert, dealt one a warp),
-// at most every resident block.
-template <auto Kernel>
-void launch_decode_grid(DecodeParams p, int units, long long max_active, bool ranking_block_ahead,
-                        cudaStream_t stream, const char* name) {
-  p.units = units;
-  const long long resident = detail::resident_blocks<Kernel, kThreads>();
+// Launches a decode kernel on the warps its units need (an expert's outputs in units of the
+// warp kind's kCols, dealt one a warp), at most every resident block.
+template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
+void launch_decode_kernel(DecodeParams p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
+  constexpr auto kernel = decode_expert_gemm_kernel<F, kGateUp, kTokens, kMma>;
+  p.units = p.out_rows / WarpKind<F, kGateUp, kTokens, kMma>::kCols;  // H % 32 == 0, validated
+  const long long resident = detail::resident_blocks<kernel, kThreads>();
   const long long wanted = (max_active * p.units + kWarps - 1) / kWarps;
   const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
   p.shared_warps = shared_expert_warps(grid, resident, ranking_block_ahead);
-  detail::launch(Kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true, name, p);
-}
-
-template <WeightFormat F, bool kGateUp, int kTokens>
-void launch_decode_shape(const DecodeParams& p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
-  constexpr int rows = PieceShape<F, kGateUp, kTokens>::kRows;
-  const int units = kGateUp ? p.out_rows / (rows / 2) : p.out_rows / rows;  // H % 32 == 0, validated
-  launch_decode_grid<decode_expert_gemm_kernel<F, kGateUp, kTokens>>(p, units, max_active, ranking_block_ahead,
-                                                                     stream, "decode_expert_gemm_kernel");
-}
-
-// The int4 decode kernel on tensor cores (Int4MmaWarp): units of 8 weight rows.
-template <bool kGateUp>
-void launch_int4_mma(const DecodeParams& p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
-  const int units = kGateUp ? p.out_rows / 4 : p.out_rows / 8;
-  launch_decode_grid<decode_expert_gemm_kernel<WeightFormat::int4, kGateUp, 8, true>>(
-      p, units, max_active, ranking_block_ahead, stream, "decode_expert_gemm_kernel<int4 mma>");
+  detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
+                 kMma ? "decode_expert_gemm_kernel<int4 mma>" : "decode_expert_gemm_kernel", p);
 }
 
 template <WeightFormat F, bool kGateUp>
 void launch_decode_format(const DecodeParams& p, long long max_active, bool ranking_block_ahead,
                           cudaStream_t stream) {
   // An expert holds at most one pair per token: M bounds the tokens of a pass.
-  if (p.m <= 1) return launch_decode_shape<F, kGateUp, 1>(p, max_active, ranking_block_ahead, stream);
-  if (p.m <= 2) return launch_decode_shape<F, kGateUp, 2>(p, max_active, ranking_block_ahead, stream);
-  if (p.m <= 4) return launch_decode_shape<F, kGateUp, 4>(p, max_active, ranking_block_ahead, stream);
-  launch_decode_shape<F, kGateUp, 8>(p, max_active, ranking_block_ahead, stream);
+  if (p.m <= 1) return launch_decode_kernel<F, kGateUp, 1>(p, max_active, ranking_block_ahead, stream);
+  if (p.m <= 2) return launch_decode_kernel<F, kGateUp, 2>(p, max_active, ranking_block_ahead, stream);
+  if (p.m <= 4) return launch_decode_kernel<F, kGateUp, 4>(p, max_active, ranking_block_ahead, stream);
+  launch_decode_kernel<F, kGateUp, 8>(p, max_active, ranking_block_ahead, stream);
 }
 
 template <bool kGateUp>
@@ -193,8 +183,9 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   const bool ranking_block_ahead = route_runs_as_cluster(a);
   if (d.format == WeightFormat::bf16)
     launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_active, ranking_block_ahead, stream);
-  else if (int4_decode_on_tensor_cores(a.m) && p.out_rows % (kGateUp ? 4 : 8) == 0)
-    launch_int4_mma<kGateUp>(p, max_active, ranking_block_ahead, stream);
+  else if (int4_decode_on_tensor_cores(a.m) && p.out_rows % Int4MmaWarp<kGateUp>::kCols == 0)
+    launch_decode_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp>::kChunk, true>(p, max_active,
+                                                                                         ranking_block_ahead, stream);
   else
     launch_decode_format<WeightFormat::int4, kGateUp>(p, max_active, ranking_block_ahead, stream);
 }

@@ -55,8 +55,9 @@ struct Int4MmaWarp : DecodeWalk {
   static constexpr int kRowsOfUnit = kRows;
   static constexpr int kPiecesInFlight = kDepth;
 
-  int vecs_per_row;  // 16-byte vectors (32 codes) of a row
-  int groups;        // 128-k scale groups of a row: a unit's pieces per token chunk
+  static constexpr int kCols = kGateUp ? kRows / 2 : kRows;  // outputs of a unit per token
+
+  int vecs_per_row;  // 16-byte vectors (32 codes) of a row; segments: its 128-k scale groups
 
   struct Slot {
     uint4 w;                      // 32 codes of weight row lane / 4
@@ -64,8 +65,7 @@ struct Int4MmaWarp : DecodeWalk {
   };
 
   __device__ Int4MmaWarp(const DecodeParams& params, const BlockTables& t, int lane_, int stride_)
-      : DecodeWalk(params, t, lane_, stride_, int4_groups(params.k_len)), vecs_per_row(params.k_len / 32),
-        groups(int4_groups(params.k_len)) {}
+      : DecodeWalk(params, t, lane_, stride_, int4_groups(params.k_len)), vecs_per_row(params.k_len / 32) {}
 
   // Weight row of B column n (0..7) of unit j. gate_up: gate row 4j + n / 2 (n even), up row
   // I + 4j + n / 2 (n odd), so a lane's two C columns (2c, 2c + 1) are the gate and up of one
@@ -81,8 +81,8 @@ struct Int4MmaWarp : DecodeWalk {
     // multiplies it by zero activations.
     const int v = min(4 * g + quad, vecs_per_row - 1);
     s.w = __ldcs(e.weights + static_cast<std::size_t>(row_of(j, lane >> 2)) * vecs_per_row + v);
-    s.scale_bits[0] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad)) * groups + g);
-    s.scale_bits[1] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad + 1)) * groups + g);
+    s.scale_bits[0] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad)) * segments + g);
+    s.scale_bits[1] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad + 1)) * segments + g);
   }
 
   __device__ void consume(const Slot& s, const PieceCursor& c, float (&acc)[2]) const {
@@ -97,7 +97,7 @@ struct Int4MmaWarp : DecodeWalk {
       const uint4* in = reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row<kGateUp>(e, t0 + n)) * p.k_len) +
                         (4 * g + quad) * 4;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) x[i] = kGateUp ? __ldg(in + i) : in[i];
+      for (int i = 0; i < 4; ++i) x[i] = load_activation<kGateUp>(in + i);
     }
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     const std::uint32_t words[4] = {s.w.x, s.w.y, s.w.z, s.w.w};
@@ -114,7 +114,7 @@ struct Int4MmaWarp : DecodeWalk {
     }
     acc[0] = fmaf(d[0], __bfloat162float(__ushort_as_bfloat16(s.scale_bits[0])), acc[0]);
     acc[1] = fmaf(d[1], __bfloat162float(__ushort_as_bfloat16(s.scale_bits[1])), acc[1]);
-    if (g + 1 < groups || n >= tn) return;
+    if (g + 1 < segments || n >= tn) return;
     // Lane (n, c) holds token n's outputs of B columns 2c and 2c + 1.
     const std::size_t pos = static_cast<std::size_t>(e.first_pair + t0 + n);
     const int j = c.pair_row;

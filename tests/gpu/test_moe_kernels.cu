@@ -544,16 +544,18 @@ struct StreamHolder {
   ~StreamHolder() { cudaStreamDestroy(s); }
 };
 
-// Puts the programmatic-launch setting back as the test case found it (it is process-wide).
-struct PdlRestore {
-  bool was = programmatic_launch();
-  ~PdlRestore() { set_programmatic_launch(was); }
+// Puts a process-wide forward switch back as the test case found it.
+template <auto Get, auto Set>
+struct SwitchRestore {
+  decltype(Get()) was = Get();
+  ~SwitchRestore() { Set(was); }
 };
-
-struct Int4DecodeRestore {
-  Int4Decode was = int4_decode();
-  ~Int4DecodeRestore() { set_int4_decode(was); }
-};
+using PdlRestore = SwitchRestore<programmatic_launch, set_programmatic_launch>;
+using Int4DecodeRestore = SwitchRestore<int4_decode, set_int4_decode>;
+using ClusterRouteRestore = SwitchRestore<cluster_route, set_cluster_route>;
+using HoldRouterRowsRestore = SwitchRestore<hold_router_rows, set_hold_router_rows>;
+using SpareLateBlockRestore = SwitchRestore<spare_late_block, set_spare_late_block>;
+using TopKSelectRestore = SwitchRestore<top_k_select, set_top_k_select>;
 
 // The int4 decode kernels a decode-path case runs under: both (SIMT and tensor cores) where
 // the case is int4 on the decode path, else whatever is set.
@@ -774,21 +776,6 @@ std::vector<Shape> route_test_shapes() {
   return shapes;
 }
 
-struct ClusterRouteRestore {
-  bool was = cluster_route();
-  ~ClusterRouteRestore() { set_cluster_route(was); }
-};
-
-struct HoldRouterRowsRestore {
-  bool was = hold_router_rows();
-  ~HoldRouterRowsRestore() { set_hold_router_rows(was); }
-};
-
-struct SpareLateBlockRestore {
-  bool was = spare_late_block();
-  ~SpareLateBlockRestore() { set_spare_late_block(was); }
-};
-
 // gate_up's last block streams no shared expert when the cluster route's ranking block holds
 // its SM (spare_late_block()): the other warps take its shared units. Each unit's sums are the
 // same whichever warp computes them, so the output must keep its bits. A full grid is needed
@@ -883,11 +870,6 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
         }
   }
 }
-
-struct TopKSelectRestore {
-  TopKSelect was = top_k_select();
-  ~TopKSelectRestore() { set_top_k_select(was); }
-};
 
 // The route's two top-k selections (a thread a logit by rank; a warp a token by rounds) must
 // pick the same ids in the same slots: the same routing scratch and output, bit for bit, on
