@@ -23,6 +23,13 @@
 // selection rounds reading the logits from L2, which select_top_k's ranks replace at decode
 // sizes; at 8 tokens of E = 128 a tile the ranks cost qwen3-30b-a3b's route 11-15 us more, and
 // the rounds (from shared memory) run there instead (route stage at M=16: 27.1 -> 19.3 us).
+//
+// The ranking block's code after the logits runs once a layer on one SM, so its instructions
+// are fetched cold while gate_up's shared experts load the memory system: in a per-warp trace
+// (deepseek-v2-lite bf16 M=1) the top-k and weights took 5-6 us the first time and 1.7 us when
+// run again at once. So that code is kept small: loops over a lane's logits or a thread's
+// experts are not unrolled, and no register array is indexed by them (session 12: bf16 M=1
+// 101.5 -> 97.9 us a 2-layer step; qwen3-30b-a3b 159.7 -> 153.5).
 #include <cooperative_groups.h>
 
 #include <cmath>
@@ -91,7 +98,7 @@ __device__ void select_top_k(const RouteParams& p, const TileLogits& logits, int
     const float* row = logits[t];
     const float v = order_key(row[e]);
     int rank = 0;
-#pragma unroll 8
+#pragma unroll 4  // not 8: the code runs cold (header)
     for (int e2 = 0; e2 < E; ++e2) {
       const float u = order_key(row[e2]);
       rank += (u > v) | ((u == v) & (e2 < e));
@@ -116,9 +123,8 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
   if (p.softmax) {
     const float top_val = row[selected[t * kMaxTopK]];
     float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j)
-      if (lane + 32 * j < E) s += expf(row[lane + 32 * j] - top_val);
+#pragma unroll 1  // one copy of expf's code, not E / 32 (header: cold code)
+    for (int e = lane; e < E; e += 32) s += expf(row[e] - top_val);
     s = detail::warp_sum(s);
     w = expf(my_val - top_val) / s;
   } else {
@@ -135,25 +141,23 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
 }
 
 // The same selection, a warp a token: k rounds, each taking the best logit not yet taken (every
-// lane its E / 32 logits, then a butterfly) in the order select_top_k ranks by. A thread of
+// lane its E / 32 logits, read from shared memory each round so the loop need not be unrolled,
+// then a butterfly) in the order select_top_k ranks by. A thread of
 // select_top_k compares one logit with all E: with several tokens of E = 128 each thread walks
 // 4 x 128 compares, where a round costs a warp E / 32 compares and 5 shuffle steps.
 __device__ void select_top_k_rounds(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
   const int E = p.experts, lane = threadIdx.x & 31;
   for (int t = threadIdx.x >> 5; t < tn; t += kRouteWarps) {
     const float* row = logits[t];
-    float v[kMaxLogitsPerLane];
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j) v[j] = lane + 32 * j < E ? order_key(row[lane + 32 * j]) : 0.f;
     std::uint32_t taken = 0;  // bit j: this lane's logit lane + 32 j is selected
     for (int r = 0; r < p.top_k; ++r) {
       float bv = -INFINITY;
       int bi = E;  // E: none (every lane's candidates may be taken)
-#pragma unroll
-      for (int j = 0; j < kMaxLogitsPerLane; ++j) {
-        const int e = lane + 32 * j;
-        if (e < E && !((taken >> j) & 1u) && (bi == E || v[j] > bv)) {  // ascending e: ties keep the first
-          bv = v[j];
+#pragma unroll 1
+      for (int j = 0, e = lane; e < E; ++j, e += 32) {
+        const float v = order_key(row[e]);
+        if (!((taken >> j) & 1u) && (bi == E || v > bv)) {  // ascending e: ties keep the first
+          bv = v;
           bi = e;
         }
       }
@@ -310,7 +314,6 @@ __device__ void group_pairs(const RouteParams& p) {
 // grouping skipped, timing only; 2.3 us at qwen3-30b-a3b). Measured on an H200 (engine, cold
 // L2, us a step): deepseek-v2-lite bf16 M=1 102.2 -> 101.6, int4 M=1 330.3 -> 326.5,
 // qwen3-30b-a3b bf16 M=1 163.3 -> 159.6, M=2 267.3 -> 263.1; nothing slower.
-constexpr int kMaxExpertsPerThread = (kMaxTotalExperts + kRouteThreads - 1) / kRouteThreads;
 
 __device__ void init_decode_membership(const RouteParams& p, std::uint32_t* membership) {
   const std::uint32_t all_tokens = p.m >= 32 ? 0xFFFFFFFFu : (1u << p.m) - 1u;
@@ -323,15 +326,16 @@ __device__ void group_decode_pairs(const RouteParams& p, const int* ids, const s
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int E = p.experts, Et = p.experts + p.shared, k = p.top_k, slots = k + p.shared;
   const int per = (Et + kRouteThreads - 1) / kRouteThreads;
-  const int e0 = threadIdx.x * per;
-  int count[kMaxExpertsPerThread];
+  // A thread's run of experts [e0, e1); counts are re-read from the words rather than kept in
+  // a register array, so neither loop is unrolled (header: cold code).
+  const int e0 = min(static_cast<int>(threadIdx.x) * per, Et), e1 = min(e0 + per, Et);
   int own[3] = {0, 0, 0};
-#pragma unroll
-  for (int q = 0; q < kMaxExpertsPerThread; ++q) {
-    count[q] = q < per && e0 + q < Et ? __popc(membership[e0 + q]) : 0;
-    own[0] += count[q];
-    own[1] += count[q] > 0;
-    own[2] += (count[q] + kTensorCoreTileRows - 1) / kTensorCoreTileRows;
+#pragma unroll 1
+  for (int e = e0; e < e1; ++e) {
+    const int c = __popc(membership[e]);
+    own[0] += c;
+    own[1] += c > 0;
+    own[2] += (c + kTensorCoreTileRows - 1) / kTensorCoreTileRows;
   }
   // Exclusive prefix of the three sums over the threads (experts in id order), and totals.
   int before[3], total[3];
@@ -342,27 +346,26 @@ __device__ void group_decode_pairs(const RouteParams& p, const int* ids, const s
     before[j] = inclusive - own[j];
   }
   __syncthreads();
+  total[0] = total[1] = total[2] = 0;
+#pragma unroll 1
+  for (int w = 0; w < kRouteWarps; ++w) {
+    const int below = w < warp;
 #pragma unroll
-  for (int j = 0; j < 3; ++j) {
-    total[j] = 0;
-    for (int w = 0; w < kRouteWarps; ++w) {
-      if (w < warp) before[j] += s_warp_totals[w][j];
+    for (int j = 0; j < 3; ++j) {
+      before[j] += below * s_warp_totals[w][j];
       total[j] += s_warp_totals[w][j];
     }
   }
   int off = before[0], act = before[1], tile = before[2];
-#pragma unroll
-  for (int q = 0; q < kMaxExpertsPerThread; ++q) {
-    const int e = e0 + q;
-    if (q < per && e < Et) {
-      const int c = count[q];
-      s_offsets[e] = off;
-      p.offsets[e] = off;
-      p.counts[e] = c;
-      if (c > 0) p.active[act++] = e;
-      for (int i = 0; i * kTensorCoreTileRows < c; ++i) p.tiles[tile++] = make_int2(e, off + i * kTensorCoreTileRows);
-      off += c;
-    }
+#pragma unroll 1
+  for (int e = e0; e < e1; ++e) {
+    const int c = __popc(membership[e]);
+    s_offsets[e] = off;
+    p.offsets[e] = off;
+    p.counts[e] = c;
+    if (c > 0) p.active[act++] = e;
+    for (int i = 0; i * kTensorCoreTileRows < c; ++i) p.tiles[tile++] = make_int2(e, off + i * kTensorCoreTileRows);
+    off += c;
   }
   if (threadIdx.x == 0) {
     p.offsets[Et] = total[0];

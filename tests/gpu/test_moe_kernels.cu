@@ -29,7 +29,8 @@
 //
 // MOE_TEST_M=1,2,3,5,64 runs the forward tests at those M only (compute-sanitizer runs: the
 // tools slow every kernel 10-100x; those M still reach every kernel instantiation); the
-// chained-layers case takes the ones up to 8.
+// chained-layers case takes the ones up to 8. MOE_TEST_SHAPES=name,... narrows the route
+// comparisons' shapes (route_test_shapes).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -768,12 +769,28 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
 
 // Shapes for the route comparisons: softmax and sigmoid scoring, with and without shared
 // experts and renormalisation, E from 8 (cluster blocks without experts) to 128 (16 experts a
-// cluster block); deepseek-v3's 256 experts are left out for time.
+// cluster block); deepseek-v3's 256 experts are left out for time. MOE_TEST_SHAPES=a,b keeps
+// those names only (compute-sanitizer runs one model shape at a time: racecheck takes minutes
+// per shape).
 std::vector<Shape> route_test_shapes() {
-  std::vector<Shape> shapes = tiny_shapes();
+  std::vector<Shape> all = tiny_shapes();
   for (const Shape& sh : model_shapes())
-    if (std::string(sh.name) != "deepseek-v3") shapes.push_back(sh);
-  return shapes;
+    if (std::string(sh.name) != "deepseek-v3") all.push_back(sh);
+  const char* env = std::getenv("MOE_TEST_SHAPES");
+  if (!env || !*env) return all;
+  std::vector<Shape> kept;
+  std::istringstream list(env);
+  for (std::string name; std::getline(list, name, ',');) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const Shape& sh) { return name == sh.name; });
+    if (it == all.end()) {
+      std::string valid;
+      for (const Shape& sh : all) valid += std::string(valid.empty() ? "" : ", ") + sh.name;
+      std::fprintf(stderr, "MOE_TEST_SHAPES='%s': no shape '%s' (valid: %s)\n", env, name.c_str(), valid.c_str());
+      std::exit(2);
+    }
+    kept.push_back(*it);
+  }
+  return kept;
 }
 
 // gate_up's last block streams no shared expert when the cluster route's ranking block holds
