@@ -28,8 +28,8 @@
 // are fetched cold while gate_up's shared experts load the memory system: in a per-warp trace
 // (deepseek-v2-lite bf16 M=1) the top-k and weights took 5-6 us the first time and 1.7 us when
 // run again at once. So that code is kept small: loops over a lane's logits or a thread's
-// experts are not unrolled, and no register array is indexed by them (session 12: bf16 M=1
-// 101.5 -> 97.9 us a 2-layer step; qwen3-30b-a3b 159.7 -> 153.5).
+// experts are not unrolled, and no register array is indexed by them (session 12, medians
+// of 3 rounds: bf16 M=1 101.5 -> 97.8 us a 2-layer step; qwen3-30b-a3b 159.7 -> 153.5).
 #include <cooperative_groups.h>
 
 #include <cmath>
