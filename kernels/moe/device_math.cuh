@@ -47,6 +47,30 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// N warp sums at once (N a power of two, at most 32) in N - 1 + 5 - log2(N) shuffles, not 5 N:
+// with warp_sum's partners (lane ^ 16, 8, ..., 1), a lane keeps half of the values it still
+// holds at each step and sends the other half. Each addition pairs the same two values as
+// warp_sum's (a + b == b + a), so each sum has warp_sum's bits. Lane l ends with the sum of
+// v[l / (32 / N)]. Less code than N butterflies, for paths that run cold once a layer.
+template <int N>
+__device__ __forceinline__ float warp_sums_transposed(float (&v)[N]) {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N: a power of two, at most 32");
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int step = 0; step < 5; ++step) {
+    const int o = 16 >> step, half = (N >> step) / 2;
+    if (half == 0) {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+      continue;
+    }
+    const bool upper = lane & o;  // keeps v[half ..], sends v[.. half - 1]
+#pragma unroll
+    for (int q = 0; q < half; ++q)
+      v[q] = (upper ? v[q + half] : v[q]) + __shfl_xor_sync(0xffffffffu, upper ? v[q] : v[q + half], o);
+  }
+  return v[0];
+}
+
 __device__ __forceinline__ std::uint16_t to_bf16_bits(float f) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(f));
 }

@@ -420,15 +420,17 @@ __device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int t
       }
     }
   }
+  constexpr int kLanesPerSum = 32 / kExperts;  // lanes l .. l + kLanesPerSum - 1 end with expert l / kLanesPerSum's
 #pragma unroll
-  for (int j = 0; j < kExperts; ++j)
+  for (int t = 0; t < kRouteTokens; ++t) {
+    if (t < tn) {  // no sums over the empty token slots (m = 1: 1 of 8)
+      float v[kExperts];
 #pragma unroll
-    for (int t = 0; t < kRouteTokens; ++t) {
-      if (t < tn) {  // no butterflies over the empty token slots (m = 1: 1 of 8)
-        const float s = detail::warp_sum(acc[j][t]);
-        if (lane == 0) partial[warp][j][t] = s;
-      }
+      for (int j = 0; j < kExperts; ++j) v[j] = acc[j][t];
+      const float s = detail::warp_sums_transposed(v);
+      if (lane % kLanesPerSum == 0) partial[warp][lane / kLanesPerSum][t] = s;
     }
+  }
   store_logits<kExperts>(p, partial, e0, ne, t0, tn, store);
 }
 
@@ -475,11 +477,11 @@ struct HeldRouterRows {
     for (int t = 0; t < p.m; ++t) {
       const uint4* x_row = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden);
       const uint4 xv = in_row ? __ldg(x_row + threadIdx.x) : make_uint4(0, 0, 0, 0);
+      float v[kHeldRows];
 #pragma unroll
-      for (int j = 0; j < kHeldRows; ++j) {
-        const float s = detail::warp_sum(in_row ? detail::dot8_bf16(w[j], xv, 0.f) : 0.f);
-        if (lane == 0) partial[warp][j][t] = s;
-      }
+      for (int j = 0; j < kHeldRows; ++j) v[j] = in_row ? detail::dot8_bf16(w[j], xv, 0.f) : 0.f;
+      const float s = detail::warp_sums_transposed(v);  // 9 shuffles for the 8 rows, not 40
+      if (lane % (32 / kHeldRows) == 0) partial[warp][lane / (32 / kHeldRows)][t] = s;
     }
     store_logits<kHeldRows>(p, partial, first, count, 0, p.m, store);
   }

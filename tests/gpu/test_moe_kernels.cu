@@ -54,6 +54,7 @@
 #include "engine/device_allocator.hpp"
 #include "kernels/bandwidth/bandwidth_kernels.hpp"
 #include "kernels/moe/bf16.hpp"
+#include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward.hpp"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/generate.hpp"
@@ -565,7 +566,59 @@ std::vector<Int4Decode> int4_decode_kernels(WeightFormat f, ForwardPath p) {
   return {int4_decode()};
 }
 
+// Per warp: sums[w * 32 + l] = warp_sums_transposed's result in lane l, and
+// reference[w * N + j] = warp_sum of value j (as lane 0 has it).
+template <int N>
+__global__ void warp_sums_kernel(const float* values, float* sums, float* reference) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float v[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    v[j] = values[(warp * N + j) * 32 + lane];
+    const float r = moe::kernels::detail::warp_sum(v[j]);
+    if (lane == 0) reference[warp * N + j] = r;
+  }
+  sums[warp * 32 + lane] = moe::kernels::detail::warp_sums_transposed(v);
+}
+
+template <int N>
+void check_warp_sums_transposed(std::mt19937_64& rng) {
+  constexpr int kWarps = 4;
+  CAPTURE(N);
+  // Magnitudes over 2^-20 .. 2^20 and both signs: a different pairing or order of the adds
+  // changes the rounding, so only warp_sum's own pairs give its bits.
+  std::vector<float> values(kWarps * N * 32);
+  std::uniform_real_distribution<float> mantissa(1.f, 2.f);
+  std::uniform_int_distribution<int> exponent(-20, 20), sign(0, 1);
+  for (float& v : values) v = std::ldexp(mantissa(rng), exponent(rng)) * (sign(rng) ? -1.f : 1.f);
+  DeviceBuffer in = device_buffer(values.size() * sizeof(float));
+  DeviceBuffer sums = device_buffer(kWarps * 32 * sizeof(float));
+  DeviceBuffer reference = device_buffer(kWarps * N * sizeof(float));
+  MOE_CUDA_CHECK(cudaMemcpy(in.data(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+  MOE_CUDA_CHECK(cudaMemset(sums.data(), 0xFF, kWarps * 32 * sizeof(float)));  // NaN until written
+  warp_sums_kernel<N><<<1, kWarps * 32>>>(in.as<float>(), sums.as<float>(), reference.as<float>());
+  MOE_CHECK_LAUNCH("warp_sums_kernel");
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = download<std::uint32_t>(sums.data(), kWarps * 32);
+  const auto want = download<std::uint32_t>(reference.data(), kWarps * N);
+  int bad = 0;
+  for (int w = 0; w < kWarps; ++w)
+    for (int l = 0; l < 32; ++l) bad += got[w * 32 + l] != want[w * N + l / (32 / N)];
+  CHECK(bad == 0);
+}
+
 }  // namespace
+
+TEST_CASE("warp_sums_transposed gives each value warp_sum's bits") {
+  moe::test::test_device();
+  std::mt19937_64 rng(case_seed());
+  check_warp_sums_transposed<1>(rng);
+  check_warp_sums_transposed<2>(rng);
+  check_warp_sums_transposed<4>(rng);
+  check_warp_sums_transposed<8>(rng);
+  check_warp_sums_transposed<16>(rng);
+  check_warp_sums_transposed<32>(rng);
+}
 
 TEST_CASE("generation kernels match the host derivation") {
   moe::test::test_device();
