@@ -595,15 +595,20 @@ void check_warp_sums_transposed(std::mt19937_64& rng) {
   DeviceBuffer sums = device_buffer(kWarps * 32 * sizeof(float));
   DeviceBuffer reference = device_buffer(kWarps * N * sizeof(float));
   MOE_CUDA_CHECK(cudaMemcpy(in.data(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
-  MOE_CUDA_CHECK(cudaMemset(sums.data(), 0xFF, kWarps * 32 * sizeof(float)));  // NaN until written
+  // NaN until written; every input and sum is finite, so an unwritten one cannot match.
+  MOE_CUDA_CHECK(cudaMemset(sums.data(), 0xFF, kWarps * 32 * sizeof(float)));
+  MOE_CUDA_CHECK(cudaMemset(reference.data(), 0xFF, kWarps * N * sizeof(float)));
   warp_sums_kernel<N><<<1, kWarps * 32>>>(in.as<float>(), sums.as<float>(), reference.as<float>());
   MOE_CHECK_LAUNCH("warp_sums_kernel");
   MOE_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto got = download<std::uint32_t>(sums.data(), kWarps * 32);
-  const auto want = download<std::uint32_t>(reference.data(), kWarps * N);
+  const auto got = download<float>(sums.data(), kWarps * 32);
+  const auto want = download<float>(reference.data(), kWarps * N);
   int bad = 0;
   for (int w = 0; w < kWarps; ++w)
-    for (int l = 0; l < 32; ++l) bad += got[w * 32 + l] != want[w * N + l / (32 / N)];
+    for (int l = 0; l < 32; ++l) {
+      const float g = got[w * 32 + l], r = want[w * N + l / (32 / N)];
+      bad += !std::isfinite(g) || std::memcmp(&g, &r, sizeof g) != 0;  // the same bits
+    }
   CHECK(bad == 0);
 }
 
