@@ -33,6 +33,9 @@
 // The logits' warp sums likewise: several experts' partial sums over a warp in one transposed
 // reduction (detail::warp_sums_transposed, same bits as warp_sum), not a butterfly each
 // (session 13: bf16 M=1 98.5 -> 96.6; qwen3-30b-a3b 154.1 -> 147.8).
+// At one token the grouping is a phase of its own beside the weighing, with no barrier
+// (group_one_token; session 14: bf16 M=1 95.6 -> 94.9, qwen3-30b-a3b 147.3 -> 145.1,
+// glm-4.5-air 96.7 -> 95.0, but int4 M=1 316.0 -> 318.0 us a step).
 #include <cooperative_groups.h>
 
 #include <cmath>
@@ -184,13 +187,17 @@ __device__ void select_top_k_rounds(const RouteParams& p, const TileLogits& logi
 // Selection by ranks while a thread has one logit to place (tn x E <= threads: one token at
 // E <= 256, four at E <= 64), by rounds beyond (top_k_select() overrides for A/B timing; same
 // ids either way).
-__device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0, int tn, int* ids_copy,
-                          std::uint32_t* membership) {
-  __shared__ int selected[kRouteTokens * kMaxTopK];
+__device__ void select_tile(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
   const bool rounds = p.select == TopKSelect::rounds ||
                       (p.select == TopKSelect::automatic && tn * p.experts > static_cast<int>(blockDim.x));
   if (rounds) select_top_k_rounds(p, logits, tn, selected);
   else select_top_k(p, logits, tn, selected);
+}
+
+__device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0, int tn, int* ids_copy,
+                          std::uint32_t* membership) {
+  __shared__ int selected[kRouteTokens * kMaxTopK];
+  select_tile(p, logits, tn, selected);
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int t = warp; t < tn; t += kRouteWarps) weigh_token(p, logits, selected, t, t0, lane, ids_copy, membership);
@@ -386,6 +393,46 @@ __device__ void group_decode_pairs(const RouteParams& p, const int* ids, const s
   }
 }
 
+// The grouping of one token's pairs (m == 1: decode's commonest case), the same outputs as
+// group_decode_pairs in one phase with no barrier, while warp 0 weighs the selections: every
+// routed expert has at most one pair, so an expert's offset, its place among the active ones
+// and its tile are all the number of selected ids below it (shared experts follow every
+// routed one). group_decode_pairs' three phases and two barriers took 2.0 us of the ranking
+// block's 6.7 after the logits (deepseek-v2-lite bf16 M=1, per-warp trace, session 14); this
+// phase saved 0.3 us a layer there, as its own code runs cold too.
+__device__ void group_one_token(const RouteParams& p, const int* selected) {
+  const int E = p.experts, Et = p.experts + p.shared, k = p.top_k, active = k + p.shared;
+  for (int e = threadIdx.x; e < Et; e += blockDim.x) {
+    int below = e >= E ? e - E : 0;  // shared experts below e; the loop adds the selected ids
+    bool picked = e >= E;
+#pragma unroll 1
+    for (int s = 0; s < k; ++s) {
+      const int id = selected[s];
+      below += id < e;
+      picked |= id == e;
+    }
+    p.offsets[e] = below;
+    p.counts[e] = picked;
+    if (picked) {
+      p.active[below] = e;
+      p.tiles[below] = make_int2(e, below);
+      // Its one pair: token 0's slot that picked it (shared expert j is slot k + j).
+      int slot = k + (e - E);
+#pragma unroll 1
+      for (int s = 0; s < k; ++s)
+        if (selected[s] == e) slot = s;
+      p.sorted_pairs[below] = slot;
+      p.pair_position[slot] = below;
+    }
+  }
+  if (threadIdx.x == 0) {
+    p.offsets[Et] = active;
+    *p.num_active = active;
+    *p.num_tiles = active;
+  }
+  pad_active_list(p, active, Et);
+}
+
 template <int kExperts, class Store>
 __device__ void store_logits(const RouteParams& p, const float (&partial)[kRouteWarps][kExperts][kRouteTokens], int e0,
                              int ne, int t0, int tn, Store store);
@@ -543,6 +590,7 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
 #else
   namespace cg = cooperative_groups;
   __shared__ TileLogits s_logits;
+  __shared__ int s_selected[kRouteTokens * kMaxTopK];  // a token's top-k ids in rank order
   __shared__ int s_ids[kRouteTokens * kMaxTopK];
   __shared__ std::uint32_t s_membership[kMaxTotalExperts];
   const cg::cluster_group cluster = cg::this_cluster();
@@ -584,7 +632,17 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   // the logits' loads, which gate_up's routed experts wait for (traced: 4 us vs 8 us).
   detail::allow_dependent_launch();
   if (block != 0) return;
-  rank_tile(p, s_logits, 0, p.m, s_ids, s_membership);
+  // rank_tile's phases, with the one-token grouping beside the weighing (one copy of each).
+  const bool one_token = p.m == 1;
+  select_tile(p, s_logits, p.m, s_selected);
+  __syncthreads();
+  for (int t = threadIdx.x >> 5; t < p.m; t += kRouteWarps)
+    weigh_token(p, s_logits, s_selected, t, 0, threadIdx.x & 31, one_token ? nullptr : s_ids,
+                one_token ? nullptr : s_membership);
+  if (one_token) {
+    group_one_token(p, s_selected);
+    return;
+  }
   __syncthreads();
   group_decode_pairs(p, s_ids, s_membership);
 #endif
