@@ -43,10 +43,21 @@ struct Entry {
   int pairs;
 };
 
+// Every expert's weight and scale pointers, copied from the resident slot before the
+// dependency wait (they do not depend on the routing).
+struct ExpertPointers {
+  const void* weights[kMaxEntries];
+  const void* scales[kMaxEntries];
+};
+
 struct BlockTables {
   Entry entries[kMaxEntries];
-  int token_of_pair[kSmemTokens];
+  union {
+    int token_of_pair[kSmemTokens];  // the pairs' tokens by sorted position (gate_up, m > 1)
+    ExpertPointers experts;          // one token (kernels with kOneToken)
+  };
 };
+static_assert(sizeof(ExpertPointers) <= sizeof(int) * kSmemTokens, "the one-token tables share token_of_pair's space");
 
 // Where a piece is: active entry, row pair, token chunk, K segment. Kept incrementally (no
 // division per piece: at a few hundred instructions per 2 KB piece the kernel is issue

@@ -130,7 +130,8 @@ struct DecodeWarp : DecodeWalk {
     }
     int rows[kTokens];
 #pragma unroll
-    for (int t = 0; t < kTokens; ++t) rows[t] = t < tn ? input_row<kGateUp>(e, t0 + t) : 0;
+    for (int t = 0; t < kTokens; ++t)  // one token a pass (M=1): gate_up keeps no token table, x row 0
+      rows[t] = (kGateUp && kTokens == 1) || t >= tn ? 0 : input_row<kGateUp>(e, t0 + t);
     // No branch on the row's end inside the loop (so the compiler can hoist every activation
     // load ahead of the math): past the end a lane reads the last vector again and its weights
     // count as zero.

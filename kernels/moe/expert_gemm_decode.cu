@@ -56,6 +56,11 @@ using WarpKind = std::conditional_t<kMma, Int4MmaWarp<kGateUp>,
 template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
 __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
   using Warp = WarpKind<F, kGateUp, kTokens, kMma>;
+  // One token (the SIMT kernels at M=1: kTokens is 1 only then): every active routed expert has
+  // one pair, its sorted position is its place in the active list, and every pair reads token
+  // 0's x row. So after the wait the table needs the active list alone (one L2 round trip, not
+  // two: no offsets), with the weight pointers copied to shared memory before the wait.
+  constexpr bool kOneToken = kTokens == 1 && !kMma;
   __shared__ BlockTables tables;
   detail::allow_dependent_launch();
   const int lane = threadIdx.x & 31;
@@ -71,9 +76,15 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
                               F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[E + s]) : nullptr,
                               routed_pairs + s * p.m, p.m};
   }
-  if (kGateUp)
+  if constexpr (kOneToken) {
+    for (int e = threadIdx.x; e < E + S; e += kThreads) {
+      tables.experts.weights[e] = p.weights[e];
+      if constexpr (F == WeightFormat::int4) tables.experts.scales[e] = p.scales[e];
+    }
+  } else if (kGateUp) {
     for (int i = threadIdx.x; i < S * p.m && routed_pairs + i < kSmemTokens; i += kThreads)
       tables.token_of_pair[routed_pairs + i] = i % p.m;
+  }
   __syncthreads();
 
   Warp w(p, tables, lane, stride);
@@ -107,13 +118,20 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
   const int active = detail::clamp_index(__ldcg(p.num_active), S, total);
   for (int i = threadIdx.x; i < E; i += kThreads) {
     const int e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);
-    const int first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
-    const int count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
-    tables.entries[S + i] = Entry{static_cast<const uint4*>(p.weights[e]),
-                                  F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr,
-                                  first, count};
+    if constexpr (kOneToken) {
+      // Routed entry i is the i-th active expert and holds the pair at sorted position i.
+      tables.entries[S + i] = Entry{static_cast<const uint4*>(tables.experts.weights[e]),
+                                    F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(tables.experts.scales[e]) : nullptr,
+                                    detail::clamp_index(i, 0, pairs - 1), 1};
+    } else {
+      const int first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
+      const int count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
+      tables.entries[S + i] = Entry{static_cast<const uint4*>(p.weights[e]),
+                                    F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr,
+                                    first, count};
+    }
   }
-  if (kGateUp)
+  if (kGateUp && !kOneToken)
     for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
       tables.token_of_pair[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
   __syncthreads();
