@@ -404,23 +404,20 @@ __device__ void group_one_token(const RouteParams& p, const int* selected) {
   const int E = p.experts, Et = p.experts + p.shared, k = p.top_k, active = k + p.shared;
   for (int e = threadIdx.x; e < Et; e += blockDim.x) {
     int below = e >= E ? e - E : 0;  // shared experts below e; the loop adds the selected ids
-    bool picked = e >= E;
+    // Its one pair, if any: token 0's slot that picked it (shared expert j is slot k + j).
+    int slot = e >= E ? k + (e - E) : -1;
 #pragma unroll 1
     for (int s = 0; s < k; ++s) {
       const int id = selected[s];
       below += id < e;
-      picked |= id == e;
+      if (id == e) slot = s;
     }
+    const bool picked = slot >= 0;
     p.offsets[e] = below;
     p.counts[e] = picked;
     if (picked) {
       p.active[below] = e;
       p.tiles[below] = make_int2(e, below);
-      // Its one pair: token 0's slot that picked it (shared expert j is slot k + j).
-      int slot = k + (e - E);
-#pragma unroll 1
-      for (int s = 0; s < k; ++s)
-        if (selected[s] == e) slot = s;
       p.sorted_pairs[below] = slot;
       p.pair_position[slot] = below;
     }
