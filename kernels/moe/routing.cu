@@ -435,19 +435,20 @@ __device__ void store_logits(const RouteParams& p, const float (&partial)[kRoute
                              int ne, int t0, int tn, Store store);
 
 // Logits of experts e0 .. e0 + ne - 1 (ne <= kExperts) for tokens t0 .. t0 + tn - 1
-// (tn <= kRouteTokens), handed to store(e, t, logit) by thread t of the block. Every expert is
+// (tn <= kTokens <= kRouteTokens; kTokens bounds the unrolled token loop, so a one-token
+// kernel carries one copy), handed to store(e, t, logit) by thread t of the block. Every expert is
 // summed the same way whatever kExperts (thread i takes vectors i, i + 256, ...; warp sums,
 // then the 8 warps' partials in warp order), so every route kernel writes the same bits. The
 // router rows of all kExperts experts are loaded before any is used: that many loads in flight.
-template <int kExperts, class Store>
+template <int kExperts, int kTokens = kRouteTokens, class Store>
 __device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int tn, Store store) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __shared__ float partial[kRouteWarps][kExperts][kRouteTokens];
-  float acc[kExperts][kRouteTokens];
+  float acc[kExperts][kTokens];
 #pragma unroll
   for (int j = 0; j < kExperts; ++j)
 #pragma unroll
-    for (int t = 0; t < kRouteTokens; ++t) acc[j][t] = 0.f;
+    for (int t = 0; t < kTokens; ++t) acc[j][t] = 0.f;
   const int vecs = p.hidden / 8;
   const uint4* xs = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t0) * p.hidden);
 #pragma unroll 4
@@ -459,7 +460,7 @@ __device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int t
       w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(e) * p.hidden) + v);
     }
 #pragma unroll
-    for (int t = 0; t < kRouteTokens; ++t) {
+    for (int t = 0; t < kTokens; ++t) {
       if (t < tn) {
         const uint4 xv = __ldg(xs + static_cast<std::size_t>(t) * vecs + v);
 #pragma unroll
@@ -469,7 +470,7 @@ __device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int t
   }
   constexpr int kLanesPerSum = 32 / kExperts;  // lanes l .. l + kLanesPerSum - 1 end with expert l / kLanesPerSum's
 #pragma unroll
-  for (int t = 0; t < kRouteTokens; ++t) {
+  for (int t = 0; t < kTokens; ++t) {
     if (t < tn) {  // no sums over the empty token slots (m = 1: 1 of 8)
       float v[kExperts];
 #pragma unroll
@@ -515,13 +516,13 @@ struct HeldRouterRows {
       w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(first + min(j, count - 1)) * p.hidden) +
                    v);
   }
-  // block_logits' sums from the held rows: same order, so the same bits.
+  // block_logits' sums from the held rows, for tokens 0 .. m - 1: same order, so the same bits.
   template <class Store>
-  __device__ void logits(const RouteParams& p, int first, int count, Store store) const {
+  __device__ void logits(const RouteParams& p, int m, int first, int count, Store store) const {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __shared__ float partial[kRouteWarps][kHeldRows][kRouteTokens];
     const bool in_row = static_cast<int>(threadIdx.x) < p.hidden / 8;
-    for (int t = 0; t < p.m; ++t) {
+    for (int t = 0; t < m; ++t) {
       const uint4* x_row = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden);
       const uint4 xv = in_row ? __ldg(x_row + threadIdx.x) : make_uint4(0, 0, 0, 0);
       float v[kHeldRows];
@@ -530,7 +531,7 @@ struct HeldRouterRows {
       const float s = detail::warp_sums_transposed(v);  // 9 shuffles for the 8 rows, not 40
       if (lane % (32 / kHeldRows) == 0) partial[warp][lane / (32 / kHeldRows)][t] = s;
     }
-    store_logits<kHeldRows>(p, partial, first, count, 0, p.m, store);
+    store_logits<kHeldRows>(p, partial, first, count, 0, m, store);
   }
 };
 
@@ -573,7 +574,9 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
 
 // Ahead of the decode kernels (m <= kRouteTokens), one cluster: block b computes the logits of
 // experts [b * per_block, (b + 1) * per_block) into block 0's shared memory; block 0 ranks and
-// groups.
+// groups. kOneToken (m == 1, decode's commonest case) is a kernel of its own: its logits loop
+// once over the tokens, it keeps no membership words and groups with group_one_token, so the
+// code the ranking block fetches cold after its wait is only that path's.
 // Clusters exist from sm_90: older device passes compile an empty kernel (never launched there:
 // enqueue_route checks the device) without the attribute, which they reject.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
@@ -581,15 +584,16 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
 #else
 #define MOE_ROUTE_CLUSTER_DIMS
 #endif
+template <bool kOneToken>
 __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cluster_kernel(RouteParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();
 #else
   namespace cg = cooperative_groups;
+  constexpr int kTokens = kOneToken ? 1 : kRouteTokens;
+  const int m = kOneToken ? 1 : p.m;
   __shared__ TileLogits s_logits;
-  __shared__ int s_selected[kRouteTokens * kMaxTopK];  // a token's top-k ids in rank order
-  __shared__ int s_ids[kRouteTokens * kMaxTopK];
-  __shared__ std::uint32_t s_membership[kMaxTotalExperts];
+  __shared__ int s_selected[kTokens * kMaxTopK];  // a token's top-k ids in rank order
   const cg::cluster_group cluster = cg::this_cluster();
   // Block 0's shared memory may be written only once block 0 runs: arrive now, wait before the
   // first remote store (racecheck: "located in a block that might not have entered yet").
@@ -610,7 +614,8 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
     const int lines = static_cast<int>((static_cast<std::size_t>(count) * p.hidden * 2 + 127) / 128);
     for (int i = threadIdx.x; i < lines; i += kRouteThreads) detail::prefetch_l2(bytes + static_cast<std::size_t>(i) * 128);
   }
-  if (block == 0) init_decode_membership(p, s_membership);  // before weigh_token's bits: cluster.sync orders them
+  __shared__ std::uint32_t s_membership[kOneToken ? 1 : kMaxTotalExperts];
+  if (!kOneToken && block == 0) init_decode_membership(p, s_membership);  // before weigh_token's bits: cluster.sync orders them
   detail::grid_dependency_wait();
   cluster.barrier_wait(std::move(started));
   float* logits0 = cluster.map_shared_rank(&s_logits[0][0], 0);
@@ -619,29 +624,29 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
     logits0[t * kLogitsStride + e] = logit;
   };
   if (held)
-    rows.logits(p, first, count, store);
+    rows.logits(p, m, first, count, store);
   else
     for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
-      block_logits<kLogitExperts>(p, e0, min(kLogitExperts, first + count - e0), 0, p.m, store);
+      block_logits<kLogitExperts, kTokens>(p, e0, min(kLogitExperts, first + count - e0), 0, m, store);
   cluster.sync();  // every block's logits are in block 0's shared memory
   // Only now may gate_up be scheduled: it reads x (complete: this grid has waited) and then
   // streams the shared experts while block 0 ranks and groups. Earlier, its stream would slow
   // the logits' loads, which gate_up's routed experts wait for (traced: 4 us vs 8 us).
   detail::allow_dependent_launch();
   if (block != 0) return;
-  // rank_tile's phases, with the one-token grouping beside the weighing (one copy of each).
-  const bool one_token = p.m == 1;
-  select_tile(p, s_logits, p.m, s_selected);
+  // rank_tile's phases; at one token the grouping runs beside the weighing (warp 0).
+  select_tile(p, s_logits, m, s_selected);
   __syncthreads();
-  for (int t = threadIdx.x >> 5; t < p.m; t += kRouteWarps)
-    weigh_token(p, s_logits, s_selected, t, 0, threadIdx.x & 31, one_token ? nullptr : s_ids,
-                one_token ? nullptr : s_membership);
-  if (one_token) {
+  if constexpr (kOneToken) {
+    if (threadIdx.x < 32) weigh_token(p, s_logits, s_selected, 0, 0, threadIdx.x, nullptr, nullptr);
     group_one_token(p, s_selected);
-    return;
+  } else {
+    __shared__ int s_ids[kRouteTokens * kMaxTopK];
+    for (int t = threadIdx.x >> 5; t < m; t += kRouteWarps)
+      weigh_token(p, s_logits, s_selected, t, 0, threadIdx.x & 31, s_ids, s_membership);
+    __syncthreads();
+    group_decode_pairs(p, s_ids, s_membership);
   }
-  __syncthreads();
-  group_decode_pairs(p, s_ids, s_membership);
 #endif
 }
 #undef MOE_ROUTE_CLUSTER_DIMS
@@ -691,8 +696,12 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   // behind it). Ahead of the tensor-core kernels (m 5..8 in bf16) its 8 blocks
   // computing all the logits lost to the E-block route (H200: qwen3-30b-a3b bf16 M=8 +8%).
   if (route_runs_as_cluster(a)) {
-    detail::launch(route_cluster_kernel, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
-                   /*programmatic=*/true, "route_cluster_kernel", p);
+    if (a.m == 1)
+      detail::launch(route_cluster_kernel<true>, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
+                     /*programmatic=*/true, "route_cluster_kernel<one token>", p);
+    else
+      detail::launch(route_cluster_kernel<false>, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
+                     /*programmatic=*/true, "route_cluster_kernel", p);
     return;
   }
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
