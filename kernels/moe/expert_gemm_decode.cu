@@ -53,6 +53,40 @@ using WarpKind = std::conditional_t<kMma, Int4MmaWarp<kGateUp>,
                                                PieceShape<F, kGateUp, kTokens>::kVecs,
                                                PieceShape<F, kGateUp, kTokens>::kDepth, kTokens>>;
 
+// After the dependency wait: the routed experts' entries of the block's table, from the route
+// stage's outputs in scratch, all clamped (see clamp_index). Returns the active entries' end.
+// Every routed entry is filled, not just the active ones: under a running forward whose
+// scratch is overwritten (the bugs scratch-regrow reproduces) each thread may read another
+// active count, and a warp walked entries that no thread had filled (an illegal address, 1
+// run in 24, found in a GPU core dump). Past the active ones the list holds -1 (clamped to
+// expert 0, never walked). The loads run in parallel, as the active ones' did.
+template <WeightFormat F, bool kGateUp, bool kOneToken>
+__device__ int fill_routed_entries(const DecodeParams& p, BlockTables& tables) {
+  const int S = p.shared, E = p.experts, total = E + S, pairs = p.m * p.slots;
+  const int active = detail::clamp_index(__ldcg(p.num_active), S, total);
+  for (int i = threadIdx.x; i < E; i += kThreads) {
+    const int e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);
+    if constexpr (kOneToken) {
+      // Routed entry i is the i-th active expert and holds the pair at sorted position i.
+      tables.entries[S + i] = Entry{static_cast<const uint4*>(tables.experts.weights[e]),
+                                    F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(tables.experts.scales[e]) : nullptr,
+                                    detail::clamp_index(i, 0, pairs - 1), 1};
+    } else {
+      const int first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
+      const int count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
+      tables.entries[S + i] = Entry{static_cast<const uint4*>(p.weights[e]),
+                                    F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr,
+                                    first, count};
+    }
+  }
+  const int routed_pairs = p.m * p.top_k;
+  if (kGateUp && !kOneToken)
+    for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
+      tables.token_of_pair[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
+  __syncthreads();
+  return active;
+}
+
 template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
 __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
   using Warp = WarpKind<F, kGateUp, kTokens, kMma>;
@@ -89,16 +123,27 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
 
   Warp w(p, tables, lane, stride);
   const int shared_units = S * p.units;
-
-  if (kGateUp) {
-    // gate_up streams the shared experts first and waits for the route kernel only when it
-    // needs the routed ones. A block that starts late (shared_expert_warps) leaves them to
-    // the others.
-    if (warp_id < p.shared_warps) {
-      Warp shared_deal(p, tables, lane, p.shared_warps);
-      stream_units(shared_deal, first_unit_from(0, warp_id, p.shared_warps), S);
+  if constexpr (kGateUp) {
+    // Phase 0: the shared experts, before the wait for the route kernel (a block that starts
+    // late, shared_expert_warps, leaves them to the others). Phase 1, after the wait: the
+    // routed experts. One call site, in a loop that is not unrolled, so both phases run one
+    // copy of the pipeline's code: at one token a copy is 20-odd KB, and a second one was
+    // fetched cold after the wait.
+#pragma unroll 1
+    for (int phase = 0; phase < 2; ++phase) {
+      int first, end;
+      if (phase == 0) {
+        w.stride = p.shared_warps;
+        first = warp_id < p.shared_warps ? first_unit_from(0, warp_id, p.shared_warps) : shared_units;
+        end = S;
+      } else {
+        detail::grid_dependency_wait();
+        end = fill_routed_entries<F, kGateUp, kOneToken>(p, tables);
+        w.stride = stride;
+        first = first_unit_from(shared_units, warp_id, stride);
+      }
+      stream_units(w, first, end);
     }
-    detail::grid_dependency_wait();
   } else {
     // down reads h, written by gate_up, so it waits before its first load; but the shared
     // experts' rows it will stream first are known now: pull them into L2 while gate_up's last
@@ -106,36 +151,9 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
     // table is filled once and one pipeline runs over every expert, with no drain between.
     prefetch_unit_rows(w, first_unit_from(0, warp_id, stride), shared_units);
     detail::grid_dependency_wait();
+    const int active = fill_routed_entries<F, kGateUp, kOneToken>(p, tables);
+    stream_units(w, first_unit_from(0, warp_id, stride), active);
   }
-
-  // Everything below comes from the route stage through scratch: clamped (see clamp_index).
-  // Every routed entry is filled, not just the active ones: under a running forward whose
-  // scratch is overwritten (the bugs scratch-regrow reproduces) each thread may read another
-  // active count, and a warp walked entries that no thread had filled (an illegal address, 1
-  // run in 24, found in a GPU core dump). Past the active ones the list holds -1 (clamped to
-  // expert 0, never walked). The loads run in parallel, as the active ones' did.
-  const int total = E + S, pairs = p.m * p.slots;
-  const int active = detail::clamp_index(__ldcg(p.num_active), S, total);
-  for (int i = threadIdx.x; i < E; i += kThreads) {
-    const int e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);
-    if constexpr (kOneToken) {
-      // Routed entry i is the i-th active expert and holds the pair at sorted position i.
-      tables.entries[S + i] = Entry{static_cast<const uint4*>(tables.experts.weights[e]),
-                                    F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(tables.experts.scales[e]) : nullptr,
-                                    detail::clamp_index(i, 0, pairs - 1), 1};
-    } else {
-      const int first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
-      const int count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
-      tables.entries[S + i] = Entry{static_cast<const uint4*>(p.weights[e]),
-                                    F == WeightFormat::int4 ? static_cast<const std::uint16_t*>(p.scales[e]) : nullptr,
-                                    first, count};
-    }
-  }
-  if (kGateUp && !kOneToken)
-    for (int i = threadIdx.x; i < routed_pairs && i < kSmemTokens; i += kThreads)
-      tables.token_of_pair[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
-  __syncthreads();
-  stream_units(w, first_unit_from(kGateUp ? shared_units : 0, warp_id, stride), active);
 }
 
 // Warps of a gate_up grid that stream the shared experts. With the cluster route ahead, its
