@@ -35,7 +35,10 @@
 // (session 13: bf16 M=1 98.5 -> 96.6; qwen3-30b-a3b 154.1 -> 147.8).
 // At one token the grouping is a phase of its own beside the weighing, with no barrier
 // (group_one_token; session 14: bf16 M=1 95.6 -> 94.9, qwen3-30b-a3b 147.3 -> 145.1,
-// glm-4.5-air 96.7 -> 95.0, but int4 M=1 316.0 -> 318.0 us a step).
+// glm-4.5-air 96.7 -> 95.0, but int4 M=1 316.0 -> 318.0 us a step). And one token has a
+// kernel of its own (route_cluster_kernel<true>: 36 KB of SASS where the general one has 88),
+// so the ranking block fetches only that path's code (session 15: bf16 M=1 93.2 -> 91.4,
+// int4 M=1 307.8 -> 301.0, qwen3-30b-a3b 140.5 -> 131.8, glm-4.5-air 94.5 -> 91.8).
 #include <cooperative_groups.h>
 
 #include <cmath>
