@@ -58,6 +58,7 @@ Engine::Engine(const EngineConfig& config, DeviceAllocator& allocator, const Dev
     lc.seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(l) + 1;
     lc.routing = config_.routing;
     lc.path = config_.path;
+    lc.options = config_.options;
     layers_.push_back(std::make_unique<MoeLayer>(lc, allocator_, stream_,
                                                  arena ? arena->slot(l) : nullptr));
   }

@@ -24,6 +24,7 @@ struct EngineConfig {
   std::uint64_t seed = 1;
   Routing routing = Routing::uniform;
   kernels::ForwardPath path = kernels::ForwardPath::automatic;
+  kernels::ForwardOptions options;  // the engine switches (engine_options.hpp)
   double memory_fraction = 0.7;  // of free device memory the weights may take
 };
 

@@ -47,6 +47,7 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.scratch_bytes = scratch_.capacity();
   args.experts = weights_->resident_table(stream_);
   args.path = config_.path;
+  args.options = config_.options;
   kernels::enqueue_moe_forward(args, stream_.handle());
   last_scratch_ = args.scratch;
   ++forwards_;

@@ -18,6 +18,7 @@ struct LayerConfig {
   std::uint64_t seed = 1;
   Routing routing = Routing::uniform;
   kernels::ForwardPath path = kernels::ForwardPath::automatic;
+  kernels::ForwardOptions options;  // the engine switches (engine_options.hpp)
 };
 
 // One MoE layer: its weights (constructed in caller-given host storage when asked, so a probe

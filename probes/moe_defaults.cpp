@@ -56,6 +56,7 @@ EngineConfig engine_config(const ProbeState& state, const Shape& shape,
   config.layers = layers;
   config.max_layers = state.options().max_layers;
   config.seed = derive_seed(state.options().seed, purpose);
+  config.options = state.options().engine.forward();
   return config;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_options.hpp"
 #include "engine/fault_injection.hpp"
 #include "engine/shape.hpp"
 #include "kernels/moe/moe_types.hpp"
@@ -21,6 +22,7 @@ struct RunOptions {
   measure::MeasureOptions measure;
   int device = 0;
   std::uint64_t seed = 1;
+  EngineOptions engine;                       // switches: environment, then --switch
   std::optional<Mutation> mutation;           // fault injected for the whole run (selftest)
   int repeat = 1;                             // each probe runs this many times (selftest)
   int engines = 3;                            // probe two-engine: engines built in sequence

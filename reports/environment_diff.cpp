@@ -1,5 +1,6 @@
 // What differs between the machines and builds of two reports. A comparison across different
 // GPUs, drivers or measurement options is still printed, but the reader must be told first.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,32 @@ std::vector<EnvironmentDifference> environment_differences(const Report& base,
     const json bv = in_b ? b.at(p) : json(nullptr);
     const json hv = in_h ? h.at(p) : json(nullptr);
     if (bv != hv) out.push_back({f.label, text(bv), text(hv), f.expected});
+  }
+  // The engine switches (options.engine): a flipped switch runs other kernels, so its figures
+  // are not the default build's. A report from before the block existed ran the defaults, but
+  // which those were is unknown: it shows as "(not recorded)".
+  const json::json_pointer engine("/engine");
+  const json& be = base.options.contains(engine) ? base.options.at(engine) : json::object();
+  const json& he = head.options.contains(engine) ? head.options.at(engine) : json::object();
+  auto value_of = [](const json& block, const std::string& name) -> std::string {
+    if (!block.is_object() || !block.contains(name)) return "(not recorded)";
+    const json& e = block.at(name);
+    return text(e.is_object() ? e.value("value", json(nullptr)) : e);
+  };
+  std::vector<std::string> names;
+  for (const json* block : {&be, &he})
+    if (block->is_object())
+      for (const auto& [name, entry] : block->items())
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  if (!names.empty() && (be.empty() || he.empty())) {
+    // One side recorded nothing: say so once rather than once per switch.
+    out.push_back({"engine switches", be.empty() ? "(not recorded)" : "recorded",
+                   he.empty() ? "(not recorded)" : "recorded", false});
+    return out;
+  }
+  for (const std::string& name : names) {
+    const std::string bv = value_of(be, name), hv = value_of(he, name);
+    if (bv != hv) out.push_back({"engine switch " + name, bv, hv, false});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include "apps/moebench/commands.hpp"
 #include "common/errors.hpp"
+#include "engine/engine_options.hpp"
 #include "reports/environment.hpp"
 #include "reports/table.hpp"
 
@@ -24,7 +25,11 @@ int show_env(int device, const std::string& format) {
   if (format != "table" && format != "json")
     throw UsageError("--format '" + format + "' is not valid for env; valid: table, json");
   if (device < 0) throw UsageError("--device " + std::to_string(device) + " must be >= 0");
+  // The engine switches as a run would take them from this environment (a report keeps them
+  // in options.engine).
+  const EngineOptions engine = EngineOptions::from_environment();
   nlohmann::json j{{"tool", report::tool_info()},
+                   {"engine_options", engine.to_json()},
                    {"environment", report::capture_environment(device)}};
   if (format == "json") {
     std::printf("%s\n", j.dump(2).c_str());
@@ -40,7 +45,7 @@ int show_env(int device, const std::string& format) {
 Command add_env_command(CLI::App& app) {
   auto device = std::make_shared<int>(0);
   auto format = std::make_shared<std::string>("table");
-  CLI::App* cmd = app.add_subcommand("env", "Show the environment block of a report");
+  CLI::App* cmd = app.add_subcommand("env", "Show the environment block of a report and the engine switches in force");
   cmd->add_option("--device", *device, "CUDA device index")->capture_default_str();
   cmd->add_option("--format", *format, "table or json")->capture_default_str();
   return {cmd, [device, format] { return show_env(*device, *format); }};

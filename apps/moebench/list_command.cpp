@@ -2,6 +2,7 @@
 
 #include "apps/moebench/commands.hpp"
 #include "common/errors.hpp"
+#include "engine/engine_options.hpp"
 #include "engine/fault_injection.hpp"
 #include "probes/probe.hpp"
 #include "reports/table.hpp"
@@ -11,8 +12,8 @@ namespace moe::cli {
 namespace {
 int list(const std::string& what, const std::string& fixtures) {
   const bool all = what.empty();
-  if (!all && what != "probes" && what != "shapes" && what != "mutations")
-    throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations");
+  if (!all && what != "probes" && what != "shapes" && what != "mutations" && what != "switches")
+    throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations, switches");
   // Read the shapes first: a bad --fixtures is one line of error, not a table and then one.
   std::vector<Shape> shapes;
   if (all || what == "shapes")
@@ -42,6 +43,18 @@ int list(const std::string& what, const std::string& fixtures) {
       rows.push_back({std::string(m.name), std::string(m.probe), std::string(m.description)});
     std::printf("%s", report::format_columns(rows).c_str());
   }
+  if (all || what == "switches") {
+    if (all) std::printf("\n");
+    std::vector<std::vector<std::string>> rows{
+        {"switch", "default", "values", "environment", "meaning"}};
+    for (const EngineSwitch& s : engine_switches()) {
+      std::string values;
+      for (std::string_view v : s.values) values += (values.empty() ? "" : "|") + std::string(v);
+      rows.push_back({std::string(s.name), std::string(s.default_value), values, std::string(s.env),
+                      std::string(s.meaning)});
+    }
+    std::printf("%s", report::format_columns(rows).c_str());
+  }
   return 0;
 }
 }  // namespace
@@ -49,8 +62,8 @@ int list(const std::string& what, const std::string& fixtures) {
 Command add_list_command(CLI::App& app) {
   auto what = std::make_shared<std::string>();
   auto fixtures = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("list", "List probes, shapes or mutations, one line each");
-  cmd->add_option("what", *what, "probes, shapes or mutations (default: all three)");
+  CLI::App* cmd = app.add_subcommand("list", "List probes, shapes, mutations or engine switches, one line each");
+  cmd->add_option("what", *what, "probes, shapes, mutations or switches (default: all four)");
   cmd->add_option("--fixtures", *fixtures, "Folder with shapes/ and cases/");
   return {cmd, [what, fixtures] { return list(*what, *fixtures); }};
 }

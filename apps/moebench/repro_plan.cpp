@@ -209,6 +209,13 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   bool stream_blocker = true;
   o.read("stream_blocker", stream_blocker);
   common.no_stream_blocker = !stream_blocker;
+  // The engine switches the report ran with, as --switch (they win over this environment's).
+  if (const json* engine = o.get("engine", &json::is_object, "an object")) {
+    const EngineOptions recorded =
+        naming(origin + ": field \"options.engine\"", [&] { return EngineOptions::from_json(*engine); });
+    for (const EngineSwitch& s : engine_switches())
+      common.switches.push_back(std::string(s.name) + "=" + recorded.value(s.name));
+  }
   std::string run_mutation;
   o.read("mutation", run_mutation);
   if (!run_mutation.empty())

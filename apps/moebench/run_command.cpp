@@ -108,6 +108,9 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--format", r.format, "Standard output: table or json")->capture_default_str();
   run.add_option("--mutation", r.mutation,
                  "Inject a fault for the whole run (see `list mutations`)");
+  run.add_option("--switch", r.switches,
+                 "Set an engine switch, NAME=VALUE, over its environment variable; repeatable "
+                 "(see `list switches`; every report records the switches in force)");
   run.add_option("--copy-bytes", r.copy_bytes,
                  "Buffer size of probe copy in bytes (default 4 GiB, capped by free memory)")
       ->check(whole_number());

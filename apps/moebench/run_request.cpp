@@ -132,6 +132,8 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   o.max_layers = r.max_layers;
   o.measure.block_during_enqueue = !r.no_stream_blocker;
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
+  o.engine = EngineOptions::from_environment();
+  for (const std::string& s : r.switches) o.engine.assign(s, "--switch");
   return o;
 }
 
@@ -161,6 +163,7 @@ nlohmann::json options_json(const RunOptions& o) {
           {"barrier_reps", o.barrier_reps},
           {"max_layers", o.max_layers},
           {"stream_blocker", o.measure.block_during_enqueue},
+          {"engine", o.engine.to_json()},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
                                   : nlohmann::json(nullptr)}};
 }
@@ -212,6 +215,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
                      "--engines", num(r.engines), "--barrier-reps", num(r.barrier_reps),
                      "--max-layers", num(r.max_layers)});
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
+  for (const std::string& s : r.switches) a.insert(a.end(), {"--switch", s});
   if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
   if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
   if (r.no_stream_blocker) a.push_back("--no-stream-blocker");

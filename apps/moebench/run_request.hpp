@@ -21,6 +21,7 @@ struct RunRequest {
   std::string output = "moebench-report.json";
   std::string format = "table";  // stdout: table or json
   std::string mutation;
+  std::vector<std::string> switches;  // --switch NAME=VALUE, over the environment's
   std::size_t min_samples = 10;
   double max_noise_pct = 0.5;
   double min_time_s = 0.5;

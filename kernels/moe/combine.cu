@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kThreads)
 void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);
-  detail::launch(combine_kernel, dim3(blocks), dim3(kThreads), 0, stream, /*programmatic=*/true,
+  detail::launch(combine_kernel, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
                  "combine_kernel", static_cast<const float*>(l.at<float>(a.scratch, l.down_out)),
                  static_cast<const float*>(l.at<float>(a.scratch, l.topk_weights)),
                  static_cast<const int*>(l.at<int>(a.scratch, l.pair_position)), a.dims.hidden,

@@ -163,34 +163,40 @@ __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeP
 // Warps of a gate_up grid that stream the shared experts. With the cluster route ahead, its
 // ranking block holds one SM's registers until it ends: in a grid of every resident block, the
 // last block (the scheduler places blocks in index order) starts only then, when the routed
-// units are ready, so it skips the shared ones (spare_late_block()).
-int shared_expert_warps(unsigned grid, long long resident, bool ranking_block_ahead) {
-  const bool late_block = ranking_block_ahead && spare_late_block() && grid > 1 && grid >= resident;
+// units are ready, so it skips the shared ones (ForwardOptions::spare_late_block).
+int shared_expert_warps(unsigned grid, long long resident, bool spare_late_block) {
+  const bool late_block = spare_late_block && grid > 1 && grid >= resident;
   return static_cast<int>(grid - (late_block ? 1 : 0)) * kWarps;
 }
+
+// What the forward's options decide about a decode launch.
+struct LaunchChoice {
+  bool programmatic;      // ForwardOptions::programmatic_launch
+  bool spare_late_block;  // the cluster route runs ahead and ForwardOptions::spare_late_block
+};
 
 // Launches a decode kernel on the warps its units need (an expert's outputs in units of the
 // warp kind's kCols, dealt one a warp), at most every resident block.
 template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
-void launch_decode_kernel(DecodeParams p, long long max_active, bool ranking_block_ahead, cudaStream_t stream) {
+void launch_decode_kernel(DecodeParams p, long long max_active, const LaunchChoice& c, cudaStream_t stream) {
   constexpr auto kernel = decode_expert_gemm_kernel<F, kGateUp, kTokens, kMma>;
   p.units = p.out_rows / WarpKind<F, kGateUp, kTokens, kMma>::kCols;  // H % 32 == 0, validated
   const long long resident = detail::resident_blocks<kernel, kThreads>();
   const long long wanted = (max_active * p.units + kWarps - 1) / kWarps;
   const unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min(wanted, resident)));
-  p.shared_warps = shared_expert_warps(grid, resident, ranking_block_ahead);
-  detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, /*programmatic=*/true,
+  p.shared_warps = shared_expert_warps(grid, resident, c.spare_late_block);
+  detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, c.programmatic,
                  kMma ? "decode_expert_gemm_kernel<int4 mma>" : "decode_expert_gemm_kernel", p);
 }
 
 template <WeightFormat F, bool kGateUp>
-void launch_decode_format(const DecodeParams& p, long long max_active, bool ranking_block_ahead,
+void launch_decode_format(const DecodeParams& p, long long max_active, const LaunchChoice& c,
                           cudaStream_t stream) {
   // An expert holds at most one pair per token: M bounds the tokens of a pass.
-  if (p.m <= 1) return launch_decode_kernel<F, kGateUp, 1>(p, max_active, ranking_block_ahead, stream);
-  if (p.m <= 2) return launch_decode_kernel<F, kGateUp, 2>(p, max_active, ranking_block_ahead, stream);
-  if (p.m <= 4) return launch_decode_kernel<F, kGateUp, 4>(p, max_active, ranking_block_ahead, stream);
-  launch_decode_kernel<F, kGateUp, 8>(p, max_active, ranking_block_ahead, stream);
+  if (p.m <= 1) return launch_decode_kernel<F, kGateUp, 1>(p, max_active, c, stream);
+  if (p.m <= 2) return launch_decode_kernel<F, kGateUp, 2>(p, max_active, c, stream);
+  if (p.m <= 4) return launch_decode_kernel<F, kGateUp, 4>(p, max_active, c, stream);
+  launch_decode_kernel<F, kGateUp, 8>(p, max_active, c, stream);
 }
 
 template <bool kGateUp>
@@ -220,14 +226,16 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   // Worst case of active experts: every routed one any pair could pick, plus the shared ones.
   const long long max_active =
       std::min<long long>(d.experts, static_cast<long long>(a.m) * d.top_k) + d.shared;
-  const bool ranking_block_ahead = route_runs_as_cluster(a);
+  const LaunchChoice c{a.options.programmatic_launch,
+                       route_runs_as_cluster(a) && a.options.spare_late_block};
   if (d.format == WeightFormat::bf16)
-    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_active, ranking_block_ahead, stream);
-  else if (int4_decode_on_tensor_cores(a.m) && p.out_rows % Int4MmaWarp<kGateUp>::kCols == 0)
-    launch_decode_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp>::kChunk, true>(p, max_active,
-                                                                                         ranking_block_ahead, stream);
+    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_active, c, stream);
+  else if (int4_decode_on_tensor_cores(a.m, a.options.int4_decode) &&
+           p.out_rows % Int4MmaWarp<kGateUp>::kCols == 0)
+    launch_decode_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp>::kChunk, true>(p, max_active, c,
+                                                                                         stream);
   else
-    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_active, ranking_block_ahead, stream);
+    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_active, c, stream);
 }
 
 }  // namespace

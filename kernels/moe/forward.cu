@@ -1,10 +1,6 @@
 #include "kernels/moe/forward.hpp"
 
-#include <atomic>
-#include <cstdlib>
-#include <initializer_list>
 #include <string>
-#include <utility>
 
 #include "common/cuda_check.hpp"
 #include "kernels/moe/forward_stages.hpp"
@@ -98,71 +94,14 @@ void validate_forward_args(const MoeForwardArgs& a) {
     bad("x, out and router must be 16-byte aligned");
 }
 
-namespace {
-// Switches start on unless their environment variable is "0" (forward.hpp has the measurements).
-int on_unless_zero(const char* variable) {
-  const char* v = std::getenv(variable);
-  return v && v[0] == '0' ? 0 : 1;
-}
-std::atomic<int>& pdl_flag() {
-  static std::atomic<int> flag{on_unless_zero("MOE_PDL")};
-  return flag;
-}
-std::atomic<int>& cluster_route_flag() {
-  static std::atomic<int> flag{on_unless_zero("MOE_ROUTE_CLUSTER")};
-  return flag;
-}
-std::atomic<int>& spare_late_block_flag() {
-  static std::atomic<int> flag{on_unless_zero("MOE_SPARE_LATE_BLOCK")};
-  return flag;
-}
-std::atomic<int>& hold_router_rows_flag() {
-  static std::atomic<int> flag{on_unless_zero("MOE_HOLD_ROUTER_ROWS")};
-  return flag;
-}
-// A mode switch's start value: the mode its environment variable names, else `fallback`.
-int mode_from_env(const char* variable, std::initializer_list<std::pair<const char*, int>> modes, int fallback) {
-  const char* v = std::getenv(variable);
-  if (v == nullptr) return fallback;
-  for (const auto& [name, mode] : modes)
-    if (std::string(v) == name) return mode;
-  return fallback;
-}
-std::atomic<int>& int4_decode_flag() {
-  static std::atomic<int> flag{mode_from_env("MOE_INT4_DECODE",
-                                             {{"simt", static_cast<int>(Int4Decode::simt)},
-                                              {"tensor_cores", static_cast<int>(Int4Decode::tensor_cores)}},
-                                             static_cast<int>(Int4Decode::automatic))};
-  return flag;
-}
-std::atomic<int>& top_k_select_flag() {
-  static std::atomic<int> flag{mode_from_env("MOE_ROUTE_SELECT",
-                                             {{"ranks", static_cast<int>(TopKSelect::ranks)},
-                                              {"rounds", static_cast<int>(TopKSelect::rounds)}},
-                                             static_cast<int>(TopKSelect::automatic))};
-  return flag;
-}
-}  // namespace
-
-void set_top_k_select(TopKSelect select) { top_k_select_flag() = static_cast<int>(select); }
-TopKSelect top_k_select() { return static_cast<TopKSelect>(top_k_select_flag().load()); }
-void set_programmatic_launch(bool enabled) { pdl_flag() = enabled ? 1 : 0; }
-bool programmatic_launch() { return pdl_flag() != 0; }
-void set_spare_late_block(bool enabled) { spare_late_block_flag() = enabled ? 1 : 0; }
-bool spare_late_block() { return spare_late_block_flag() != 0; }
-void set_hold_router_rows(bool enabled) { hold_router_rows_flag() = enabled ? 1 : 0; }
-bool hold_router_rows() { return hold_router_rows_flag() != 0; }
-void set_int4_decode(Int4Decode mode) { int4_decode_flag() = static_cast<int>(mode); }
-Int4Decode int4_decode() { return static_cast<Int4Decode>(int4_decode_flag().load()); }
-
-int decode_max_tokens(WeightFormat f) {
+int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
   if (f == WeightFormat::bf16) return kDecodeMaxTokensBf16;
-  return int4_decode() == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
+  return int4_decode == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
 }
 
-bool int4_decode_on_tensor_cores(int m) {
+bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode) {
   if (current_device_sm() < 80) return false;  // mma.sync with bf16 operands
-  switch (int4_decode()) {
+  switch (int4_decode) {
     case Int4Decode::simt: return false;
     case Int4Decode::tensor_cores: return true;
     case Int4Decode::automatic: break;
@@ -170,11 +109,8 @@ bool int4_decode_on_tensor_cores(int m) {
   return m >= 2;
 }
 
-void set_cluster_route(bool enabled) { cluster_route_flag() = enabled ? 1 : 0; }
-bool cluster_route() { return cluster_route_flag() != 0; }
-
 namespace detail {
-bool programmatic_launch_enabled() { return pdl_flag() != 0 && current_device_sm() >= 90; }
+bool programmatic_launch_supported() { return current_device_sm() >= 90; }
 }  // namespace detail
 
 int current_device_sm() {
@@ -193,7 +129,7 @@ int current_device_sm() {
 ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
   ForwardPath p = a.path;
   if (p == ForwardPath::automatic)
-    p = a.m <= decode_max_tokens(a.dims.format) ? ForwardPath::decode : ForwardPath::tensor_core;
+    p = a.m <= decode_max_tokens(a.dims.format, a.options.int4_decode) ? ForwardPath::decode : ForwardPath::tensor_core;
   // bf16 mma needs sm_80; Turing falls back to the SIMT kernels (they handle any M).
   if (p == ForwardPath::tensor_core && current_device_sm() < 80) p = ForwardPath::decode;
   return p;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/moe/forward_options.hpp"
 #include "kernels/moe/moe_types.hpp"
 
 namespace moe::kernels {
@@ -26,29 +27,15 @@ namespace moe::kernels {
 // Why: the decode kernels stream each active expert's weights once per pass of up to 8 of its
 // tokens and spend SIMT instructions per token, so they win while few tokens share an expert
 // and keep every SM busy with a handful of active experts, where 64-row tensor-core tiles sit
-// mostly empty. Crossover measured on an H200 with the bench in tests/gpu/test_moe_kernels.cu
-// (graph replay, weights rotated past L2, decode v4): bf16 decode is faster up to M=4 and
-// slower at M=8 (deepseek-v2-lite 340 vs 258 us, qwen3-30b-a3b 249 vs 211 us). int4: see
-// int4_decode() below.
+// mostly empty. The crossover was measured on an H200 (graph replay, weights rotated past L2):
+// bf16 decode is faster up to M=4 and slower at M=8.
 constexpr int kDecodeMaxTokensBf16 = 4;
 constexpr int kDecodeMaxTokensInt4Simt = 2;
-constexpr int kDecodeMaxTokensInt4 = 8;  // with int4_decode() other than simt
-// ForwardPath::automatic's decode bound for a format (int4: by int4_decode()).
-int decode_max_tokens(WeightFormat f);
-
-// The int4 decode kernels: SIMT (codes to fp32, FMA: instruction bound, 9-19% of the read
-// ceiling) or on tensor cores (Int4MmaWarp, int4_mma_warp.cuh: codes straight into mma.sync B
-// fragments, up to 8 tokens a pass). automatic: SIMT at M=1, where the tensor-core gate_up
-// loses (engine, deepseek-v2-lite: 329 vs 413 us an 8-layer step), tensor cores from M=2 to
-// 8, where the decode path now ends for int4 (M=2 603 vs 650 us, M=4 886 vs 1812 us on the
-// tensor-core tiles; session 10, docs/kernel-notes.md). simt: the SIMT kernels only, the
-// decode path to M=2 and tensor-core tiles beyond (the engine before session 10).
-// MOE_INT4_DECODE=simt or tensor_cores in the environment sets the start value (A/B timing).
-enum class Int4Decode : int { automatic, simt, tensor_cores };
-void set_int4_decode(Int4Decode mode);
-Int4Decode int4_decode();
+constexpr int kDecodeMaxTokensInt4 = 8;  // with Int4Decode other than simt
+// ForwardPath::automatic's decode bound for a format (int4: by the int4 decode kernels).
+int decode_max_tokens(WeightFormat f, Int4Decode int4_decode);
 // Whether the decode path's int4 kernels at m tokens run on tensor cores.
-bool int4_decode_on_tensor_cores(int m);
+bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode);
 
 // Rows of the tensor-core tile in tokens (pairs); the tile list in scratch is in these units.
 constexpr int kTensorCoreTileRows = 64;
@@ -108,6 +95,7 @@ struct MoeForwardArgs {
   void* scratch = nullptr;
   std::size_t scratch_bytes = 0;
   ForwardPath path = ForwardPath::automatic;
+  ForwardOptions options;                 // which kernels run (forward_options.hpp)
 };
 
 // Throws moe::Error naming the bad value; forward calls it first.
@@ -118,47 +106,5 @@ void validate_forward_args(const MoeForwardArgs& args);
 ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
-
-// Programmatic dependent launch between the forward's decode kernels (sm_90+) lets each kernel
-// be scheduled before the previous one ends, and gate_up stream the shared experts while the
-// route kernel still runs. On by default: with decode v4 it is faster at M=1..4 on every
-// shape measured (H200: deepseek-v2-lite bf16 M=1 54.0 vs 57.4 us, int4 45.6 vs 49.5 us).
-// Switchable for A/B timing; MOE_PDL=0 in the environment starts it off.
-void set_programmatic_launch(bool enabled);
-bool programmatic_launch();
-
-// On the decode path (m <= decode_max_tokens) on sm_90+ the route stage runs as one
-// thread-block cluster (logits spread over its blocks, ranking and grouping in block 0's shared
-// memory) instead of the one-kernel route with its memset node, counters and fences. Same bits
-// either way. On by default (H200, deepseek-v2-lite bf16 M=1, kernel bench with programmatic
-// launch: 48.9 us a layer, 49.7 us with the one-kernel route; session 5, docs/gpu-runs.md);
-// MOE_ROUTE_CLUSTER=0 in the environment starts it off.
-void set_cluster_route(bool enabled);
-bool cluster_route();
-
-// The cluster route's ranking block keeps one SM's registers until it ends, so the last
-// block of the decode gate_up grid (full residency, two blocks an SM) starts only then, 9.5 us
-// after the others at deepseek-v2-lite bf16 M=1, and ended the kernel 2-2.5 us after every
-// other warp (session 9 timeline). With this on, that block streams no shared expert: its
-// warps go straight to the routed units, which are ready when it starts. On by default;
-// MOE_SPARE_LATE_BLOCK=0 in the environment starts it off.
-void set_spare_late_block(bool enabled);
-bool spare_late_block();
-
-// The cluster route's blocks load their router rows into registers before they wait for the
-// previous kernel (when a block's rows are at most 8 and H <= 2048), so that after the wait
-// the logits need one load of x; otherwise the rows are asked of L2 and loaded after the wait
-// (two L2 round trips at deepseek-v2-lite, 4.1 us of logits in the session 9 timeline). Same
-// bits either way. MOE_HOLD_ROUTER_ROWS=0 in the environment starts it off.
-void set_hold_router_rows(bool enabled);
-bool hold_router_rows();
-
-// How the route's ranking block picks each token's top-k (same ids either way): ranks (a
-// thread a logit, compared with the token's E logits) or rounds (a warp a token, k rounds of
-// a butterfly). automatic: ranks while a thread has one logit to place (decode sizes), rounds
-// beyond. MOE_ROUTE_SELECT=ranks or rounds in the environment forces one (A/B timing).
-enum class TopKSelect : int { automatic, ranks, rounds };
-void set_top_k_select(TopKSelect select);
-TopKSelect top_k_select();
 
 }  // namespace moe::kernels

@@ -7,7 +7,7 @@ namespace moe::kernels {
 
 // Router logits + top-k + weights + grouping (one kernel; the last block to finish groups;
 // zeroes the completion counters with a memset node first). On the decode path on sm_90+
-// (unless cluster_route() is off): one cluster whose block 0 ranks and groups, no memset.
+// (unless ForwardOptions::cluster_route is off): one cluster whose block 0 ranks and groups, no memset.
 void enqueue_route(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
 // Whether enqueue_route runs the cluster route for these args (its ranking block then holds

@@ -24,8 +24,10 @@ __device__ __forceinline__ void allow_dependent_launch() {
 #endif
 }
 
-bool programmatic_launch_enabled();  // forward.cu: sm_90+ and not switched off
+bool programmatic_launch_supported();  // forward.cu: sm_90+
 
+// `programmatic`: the caller's ForwardOptions::programmatic_launch (where the kernel waits
+// with grid_dependency_wait); ignored below sm_90.
 template <class... KernelArgs, class... Args>
 void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t smem,
             cudaStream_t stream, bool programmatic, const char* name, Args&&... args) {
@@ -37,7 +39,7 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t sm
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (programmatic && programmatic_launch_enabled()) {
+  if (programmatic && programmatic_launch_supported()) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }

@@ -83,8 +83,8 @@ struct RouteParams {
   std::uint32_t* membership;
   int* membership_prefix;
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
-  TopKSelect select;       // top_k_select() at enqueue
-  bool hold_router_rows;   // hold_router_rows() at enqueue (cluster route)
+  TopKSelect select;       // ForwardOptions::top_k_select
+  bool hold_router_rows;   // ForwardOptions::hold_router_rows (cluster route)
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -188,7 +188,7 @@ __device__ void select_top_k_rounds(const RouteParams& p, const TileLogits& logi
 
 // Ranks and weighs the tile's tokens: the block selects, then a warp weighs a token.
 // Selection by ranks while a thread has one logit to place (tn x E <= threads: one token at
-// E <= 256, four at E <= 64), by rounds beyond (top_k_select() overrides for A/B timing; same
+// E <= 256, four at E <= 64), by rounds beyond (ForwardOptions::top_k_select overrides for A/B timing; same
 // ids either way).
 __device__ void select_tile(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
   const bool rounds = p.select == TopKSelect::rounds ||
@@ -657,7 +657,7 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
 }  // namespace
 
 bool route_runs_as_cluster(const MoeForwardArgs& a) {
-  return a.m <= kRouteTokens && cluster_route() && current_device_sm() >= 90 &&
+  return a.m <= kRouteTokens && a.options.cluster_route && current_device_sm() >= 90 &&
          resolve_forward_path(a) == ForwardPath::decode;
 }
 
@@ -690,8 +690,8 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.membership = l.at<std::uint32_t>(s, l.membership);
   p.membership_prefix = l.at<int>(s, l.membership_prefix);
   p.counters = l.at<unsigned int>(s, l.done_counters);
-  p.select = top_k_select();
-  p.hold_router_rows = hold_router_rows();
+  p.select = a.options.top_k_select;
+  p.hold_router_rows = a.options.hold_router_rows;
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
@@ -701,10 +701,10 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   if (route_runs_as_cluster(a)) {
     if (a.m == 1)
       detail::launch(route_cluster_kernel<true>, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
-                     /*programmatic=*/true, "route_cluster_kernel<one token>", p);
+                     a.options.programmatic_launch, "route_cluster_kernel<one token>", p);
     else
       detail::launch(route_cluster_kernel<false>, dim3(kClusterBlocks), dim3(kRouteThreads), 0, stream,
-                     /*programmatic=*/true, "route_cluster_kernel", p);
+                     a.options.programmatic_launch, "route_cluster_kernel", p);
     return;
   }
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));

@@ -45,6 +45,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
           LayerConfig lc;
           lc.dims = dims;
           lc.seed = derive_seed(state.options().seed, 42);
+          lc.options = state.options().engine.forward();
           auto layer = std::make_unique<MoeLayer>(lc, state.allocator(), stream);
           const LayerReference ref = LayerReference::of(*layer);
           kernels::generate_input(dims, m, input_seed, x.as<__nv_bfloat16>(), stream.handle());

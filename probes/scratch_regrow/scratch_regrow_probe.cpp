@@ -31,6 +31,7 @@ void run_scratch_regrow_probe(ProbeState& state) {
       LayerConfig lc;
       lc.dims = dims;
       lc.seed = derive_seed(state.options().seed, 50);
+      lc.options = state.options().engine.forward();
       MoeLayer layer(lc, state.allocator(), stream);
       const LayerReference ref = LayerReference::of(layer);
       DeviceAllocator results(DeviceAllocator::Mode::plain);

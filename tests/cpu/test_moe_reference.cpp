@@ -294,22 +294,17 @@ TEST_CASE("forward argument validation and scratch layout (host only)") {
   b = a;
   b.m = 0;
   CHECK_THROWS_WITH_AS(validate_forward_args(b), doctest::Contains("m 0"), moe::Error);
-  CHECK(decode_max_tokens(WeightFormat::bf16) >= 1);
+  CHECK(decode_max_tokens(WeightFormat::bf16, Int4Decode::automatic) >= 1);
   CHECK(to_string(ForwardPath::automatic) == "auto");
 }
 
 // The int4 decode path reaches M=8 only with the tensor-core decode warp available: the SIMT
 // int4 kernels spill registers from 4 tokens a pass and lose to the tensor-core tiles there.
 TEST_CASE("int4's decode bound follows the int4 decode kernels") {
-  const Int4Decode was = int4_decode();
-  set_int4_decode(Int4Decode::automatic);
-  CHECK(decode_max_tokens(WeightFormat::int4) == kDecodeMaxTokensInt4);
-  set_int4_decode(Int4Decode::tensor_cores);
-  CHECK(decode_max_tokens(WeightFormat::int4) == kDecodeMaxTokensInt4);
-  set_int4_decode(Int4Decode::simt);
-  CHECK(decode_max_tokens(WeightFormat::int4) == kDecodeMaxTokensInt4Simt);
-  CHECK(decode_max_tokens(WeightFormat::bf16) == kDecodeMaxTokensBf16);
-  set_int4_decode(was);
+  CHECK(decode_max_tokens(WeightFormat::int4, Int4Decode::automatic) == kDecodeMaxTokensInt4);
+  CHECK(decode_max_tokens(WeightFormat::int4, Int4Decode::tensor_cores) == kDecodeMaxTokensInt4);
+  CHECK(decode_max_tokens(WeightFormat::int4, Int4Decode::simt) == kDecodeMaxTokensInt4Simt);
+  CHECK(decode_max_tokens(WeightFormat::bf16, Int4Decode::simt) == kDecodeMaxTokensBf16);
   CHECK(kDecodeMaxTokensInt4Simt < kDecodeMaxTokensInt4);
 }
 

@@ -50,9 +50,7 @@
 #include <vector>
 
 #include "common/cuda_check.hpp"
-#include "common/cuda_event.hpp"
 #include "engine/device_allocator.hpp"
-#include "kernels/bandwidth/bandwidth_kernels.hpp"
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward.hpp"
@@ -135,11 +133,6 @@ struct TestLayer {
     table.down = t + 2 * et;
     table.down_scales = d.format == WeightFormat::int4 ? t + 3 * et : nullptr;
     MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  }
-
-  std::size_t expert_bytes() const {
-    return expert_weight_bytes(dims, TensorKind::gate_up) + expert_scale_bytes(dims, TensorKind::gate_up) +
-           expert_weight_bytes(dims, TensorKind::down) + expert_scale_bytes(dims, TensorKind::down);
   }
 };
 
@@ -237,7 +230,7 @@ struct Forward {
   MoeForwardArgs args;
 
   Forward(const TestLayer& l, int m_, std::uint64_t xseed, const std::vector<float>* bias_host,
-          ForwardPath path, cudaStream_t stream)
+          ForwardPath path, cudaStream_t stream, const ForwardOptions& options = {})
       : layer(l), m(m_), x(device_buffer(input_bytes(l.dims, m_))),
         out(device_buffer(input_bytes(l.dims, m_))),
         scratch(device_buffer(forward_scratch_bytes(l.dims, m_))),
@@ -257,6 +250,7 @@ struct Forward {
     args.scratch = scratch.data();
     args.scratch_bytes = scratch.bytes();
     args.path = path;
+    args.options = options;
   }
 
   void poison(cudaStream_t stream) {
@@ -305,13 +299,13 @@ struct CaseStats {
 
 // Runs one forward on fresh inputs and checks every stage; returns stats for the summary.
 CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath path, int sample_cap,
-                        cudaStream_t stream, bool check_repeat = true) {
+                        cudaStream_t stream, bool check_repeat = true, const ForwardOptions& options = {}) {
   const MoeDims& d = L.dims;
   const std::uint64_t xseed = case_seed();
   CAPTURE(xseed);
   std::vector<float> bias;
   if (routing == Routing::skewed) bias = skew_bias(d, xseed);
-  Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream);
+  Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream, options);
   const ForwardPath resolved = resolve_forward_path(f.args);
   const Tolerances tol = tolerances(d.format, resolved);
   f.run(stream);
@@ -546,24 +540,18 @@ struct StreamHolder {
   ~StreamHolder() { cudaStreamDestroy(s); }
 };
 
-// Puts a process-wide forward switch back as the test case found it.
-template <auto Get, auto Set>
-struct SwitchRestore {
-  decltype(Get()) was = Get();
-  ~SwitchRestore() { Set(was); }
-};
-using PdlRestore = SwitchRestore<programmatic_launch, set_programmatic_launch>;
-using Int4DecodeRestore = SwitchRestore<int4_decode, set_int4_decode>;
-using ClusterRouteRestore = SwitchRestore<cluster_route, set_cluster_route>;
-using HoldRouterRowsRestore = SwitchRestore<hold_router_rows, set_hold_router_rows>;
-using SpareLateBlockRestore = SwitchRestore<spare_late_block, set_spare_late_block>;
-using TopKSelectRestore = SwitchRestore<top_k_select, set_top_k_select>;
+// The forward's options with programmatic dependent launch on or off, the rest at defaults.
+ForwardOptions with_pdl(bool on) {
+  ForwardOptions o;
+  o.programmatic_launch = on;
+  return o;
+}
 
 // The int4 decode kernels a decode-path case runs under: both (SIMT and tensor cores) where
-// the case is int4 on the decode path, else whatever is set.
+// the case is int4 on the decode path, else the default choice.
 std::vector<Int4Decode> int4_decode_kernels(WeightFormat f, ForwardPath p) {
   if (f == WeightFormat::int4 && p == ForwardPath::decode) return {Int4Decode::simt, Int4Decode::tensor_cores};
-  return {int4_decode()};
+  return {Int4Decode::automatic};
 }
 
 // Per warp: sums[w * 32 + l] = warp_sums_transposed's result in lane l, and
@@ -681,9 +669,6 @@ TEST_CASE("generation kernels match the host derivation") {
 TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both paths") {
   moe::test::test_device();
   StreamHolder st;
-  const PdlRestore restore;
-  const Int4DecodeRestore int4_restore;
-  set_programmatic_launch(false);  // the main loop without PDL; the PDL runs follow
   int cases = 0, ties = 0;
   double worst = 0;
   for (const Shape& sh : tiny_shapes())
@@ -695,17 +680,16 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
         for (Routing r : {Routing::uniform, Routing::skewed})
           for (ForwardPath p : {ForwardPath::automatic, ForwardPath::decode, ForwardPath::tensor_core})
             for (Int4Decode kernels : int4_decode_kernels(fmt, p)) {
-              set_int4_decode(kernels);
+              ForwardOptions options = with_pdl(false);  // the main loop without PDL; PDL runs follow
+              options.int4_decode = kernels;
               INFO(case_name(sh.name, d, m, r, p) << " int4 decode " << static_cast<int>(kernels));
-              const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s);
+              const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s, true, options);
               ++cases;
               ties += s.near_ties;
               worst = std::max(worst, s.layer_rel);
             }
     }
-  set_int4_decode(int4_restore.was);
   // The same with programmatic dependent launch between the decode kernels.
-  set_programmatic_launch(true);
   for (const Shape& sh : tiny_shapes())
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
       MoeDims d = sh.dims;
@@ -714,19 +698,17 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
       for (int m : {1, 5, 33})
         for (Routing r : {Routing::uniform, Routing::skewed}) {
           INFO(case_name(sh.name, d, m, r, ForwardPath::decode) << " with PDL");
-          check_forward(layer, m, r, ForwardPath::decode, 1 << 20, st.s);
+          check_forward(layer, m, r, ForwardPath::decode, 1 << 20, st.s, true, with_pdl(true));
           ++cases;
         }
     }
-  set_programmatic_launch(false);
   MESSAGE("tiny shapes: " << cases << " cases, near-ties " << ties << ", worst layer rel L2 " << worst);
 }
 
-TEST_CASE("forward on the model shapes (brief section 8)") {
+TEST_CASE("forward on the model shapes") {
   moe::test::test_device();
   StreamHolder st;
-  const PdlRestore restore;
-  set_programmatic_launch(false);  // the main loop without PDL; the PDL runs follow
+  const ForwardOptions no_pdl = with_pdl(false);  // the main loop without PDL; the PDL runs follow
   const auto t0 = std::chrono::steady_clock::now();
   for (const Shape& sh : model_shapes())
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
@@ -741,7 +723,7 @@ TEST_CASE("forward on the model shapes (brief section 8)") {
         for (Routing r : {Routing::uniform, Routing::skewed}) {
           const int cap = r == Routing::skewed ? 4 : std::max(2, static_cast<int>(3e8 / per_token));
           INFO(case_name(sh.name, d, m, r, ForwardPath::automatic));
-          const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, m <= 64);
+          const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, m <= 64, no_pdl);
           ties += s.near_ties;
           sampled += s.sampled;
           worst = std::max(worst, s.layer_rel);
@@ -749,18 +731,16 @@ TEST_CASE("forward on the model shapes (brief section 8)") {
       // One explicit tensor-core run at small M and one decode run at large M per shape.
       {
         INFO(case_name(sh.name, d, 8, Routing::uniform, ForwardPath::tensor_core));
-        check_forward(layer, 8, Routing::uniform, ForwardPath::tensor_core, 2, st.s, false);
+        check_forward(layer, 8, Routing::uniform, ForwardPath::tensor_core, 2, st.s, false, no_pdl);
       }
       {
         INFO(case_name(sh.name, d, 256, Routing::skewed, ForwardPath::decode));
-        check_forward(layer, 256, Routing::skewed, ForwardPath::decode, 2, st.s, false);
+        check_forward(layer, 256, Routing::skewed, ForwardPath::decode, 2, st.s, false, no_pdl);
       }
-      set_programmatic_launch(true);
       for (int m : {1, 8}) {
         INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::decode) << " with PDL");
-        check_forward(layer, m, Routing::uniform, ForwardPath::decode, 2, st.s, true);
+        check_forward(layer, m, Routing::uniform, ForwardPath::decode, 2, st.s, true, with_pdl(true));
       }
-      set_programmatic_launch(false);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << ": " << test_ms().size() * 2 << " cases, " << sampled
                       << " sampled tokens checked against the reference, near-ties " << ties
@@ -785,16 +765,14 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     tiny.format = lite.format = fmt;
     gs.push_back({"tiny", tiny, 5});
     gs.push_back({"deepseek-v2-lite", lite, 1});
-    if (large_m > decode_max_tokens(fmt)) gs.push_back({"deepseek-v2-lite", lite, large_m});
+    if (large_m > decode_max_tokens(fmt, Int4Decode::automatic)) gs.push_back({"deepseek-v2-lite", lite, large_m});
   }
-  const PdlRestore restore;
   for (int pdl = 0; pdl < 2; ++pdl)
   for (const G& g : gs) {
-    set_programmatic_launch(pdl == 1);
     INFO(g.name << " " << std::string(to_string(g.d.format)) << " m=" << g.m << " pdl=" << pdl);
     const TestLayer layer(g.d, case_seed(), st.s);
     const std::uint64_t xs1 = case_seed(), xs2 = case_seed();
-    Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s);
+    Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s, with_pdl(pdl == 1));
     f.run(st.s);
     const auto eager1 = f.out_bits();
     cudaGraph_t graph = nullptr;
@@ -852,7 +830,7 @@ std::vector<Shape> route_test_shapes() {
 }
 
 // gate_up's last block streams no shared expert when the cluster route's ranking block holds
-// its SM (spare_late_block()): the other warps take its shared units. Each unit's sums are the
+// its SM (ForwardOptions::spare_late_block): the other warps take its shared units. Each unit's sums are the
 // same whichever warp computes them, so the output must keep its bits. A full grid is needed
 // for the rule to apply: the model shapes with shared experts, at decode sizes.
 TEST_CASE("sparing gate_up's late block keeps the output's bits") {
@@ -862,8 +840,6 @@ TEST_CASE("sparing gate_up's late block keeps the output's bits") {
     return;
   }
   StreamHolder st;
-  const PdlRestore pdl_restore;
-  const SpareLateBlockRestore spare_restore;
   int cases = 0;
   for (const Shape& sh : model_shapes()) {
     if (sh.dims.shared == 0 || std::string(sh.name) == "deepseek-v3") continue;
@@ -873,17 +849,17 @@ TEST_CASE("sparing gate_up's late block keeps the output's bits") {
       const TestLayer layer(d, case_seed(), st.s);
       for (int m : {1, 2, 5, 8})
         for (Routing r : {Routing::uniform, Routing::skewed}) {
-          if (m > decode_max_tokens(fmt)) continue;
+          if (m > decode_max_tokens(fmt, Int4Decode::automatic)) continue;
           INFO(case_name(sh.name, d, m, r, ForwardPath::decode));
-          set_programmatic_launch(true);
           const std::uint64_t xseed = case_seed();
           std::vector<float> bias;
           if (r == Routing::skewed) bias = skew_bias(d, xseed);
-          Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::decode, st.s);
-          set_spare_late_block(false);
+          Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::decode, st.s,
+                    with_pdl(true));
+          f.args.options.spare_late_block = false;
           f.run(st.s);  // poisons the output and scratch first
           const auto out_all = f.out_bits();
-          set_spare_late_block(true);
+          f.args.options.spare_late_block = true;
           f.run(st.s);
           const auto out_spared = f.out_bits();
           CHECK(out_spared == out_all);
@@ -892,7 +868,7 @@ TEST_CASE("sparing gate_up's late block keeps the output's bits") {
           std::size_t poisoned = 0;
           for (std::uint16_t b : out_spared) poisoned += std::isnan(bf16_bits_to_float(b)) ? 1 : 0;
           CHECK_MESSAGE(poisoned == 0, poisoned << " NaN/poisoned output elements");
-          if (m == 1) check_forward(layer, m, r, ForwardPath::decode, 1, st.s, false);
+          if (m == 1) check_forward(layer, m, r, ForwardPath::decode, 1, st.s, false, with_pdl(true));
           ++cases;
         }
     }
@@ -901,7 +877,7 @@ TEST_CASE("sparing gate_up's late block keeps the output's bits") {
   MESSAGE(cases << " cases");
 }
 
-// At decode sizes on sm_90+ the route runs as one cluster (cluster_route()); otherwise as the
+// At decode sizes on sm_90+ the route runs as one cluster (ForwardOptions::cluster_route); otherwise as the
 // one-kernel route. Both must write the same scratch, bit for bit: logits, top-k ids and
 // weights, counts, offsets, active list, tiles, sorted pairs and positions (everything before
 // the completion counters, which only the one-kernel route uses), and the same output.
@@ -912,34 +888,30 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
     return;
   }
   StreamHolder st;
-  const PdlRestore pdl_restore;
-  const ClusterRouteRestore cluster_restore;
-  const HoldRouterRowsRestore held_restore;
   for (const Shape& sh : route_test_shapes()) {
     const TestLayer layer(sh.dims, case_seed(), st.s);
     for (int m : {1, 3, 8})
       for (Routing r : {Routing::uniform, Routing::skewed})
         for (int pdl = 0; pdl < 2; ++pdl) {
           INFO(case_name(sh.name, sh.dims, m, r, ForwardPath::decode) << " pdl=" << pdl);
-          set_programmatic_launch(pdl == 1);
           const std::uint64_t xseed = case_seed();
           std::vector<float> bias;
           if (r == Routing::skewed) bias = skew_bias(sh.dims, xseed);
-          Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::decode, st.s);
+          Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::decode, st.s,
+                    with_pdl(pdl == 1));
           REQUIRE(f.layout.route_tiles == 1);
-          set_cluster_route(true);
+          f.args.options.cluster_route = true;
           f.run(st.s);
           const auto routing_cluster = f.scratch_vec<std::uint8_t>(0, f.layout.done_counters);
           const auto out_cluster = f.out_bits();
-          set_cluster_route(false);
+          f.args.options.cluster_route = false;
           f.run(st.s);
           CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_cluster);
           CHECK(f.out_bits() == out_cluster);
           // The cluster route with its router rows loaded after the wait instead of held.
-          set_cluster_route(true);
-          set_hold_router_rows(false);
+          f.args.options.cluster_route = true;
+          f.args.options.hold_router_rows = false;
           f.run(st.s);
-          set_hold_router_rows(held_restore.was);
           CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_cluster);
           CHECK(f.out_bits() == out_cluster);
         }
@@ -953,7 +925,6 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
 TEST_CASE("both top-k selections write the same routing bits") {
   moe::test::test_device();
   StreamHolder st;
-  const TopKSelectRestore restore;
   for (const Shape& sh : route_test_shapes()) {
     const TestLayer layer(sh.dims, case_seed(), st.s);
     for (int m : {1, 3, 8, 16, 37})
@@ -963,11 +934,11 @@ TEST_CASE("both top-k selections write the same routing bits") {
         std::vector<float> bias;
         if (r == Routing::skewed) bias = skew_bias(sh.dims, xseed);
         Forward f(layer, m, xseed, r == Routing::skewed ? &bias : nullptr, ForwardPath::automatic, st.s);
-        set_top_k_select(TopKSelect::ranks);
+        f.args.options.top_k_select = TopKSelect::ranks;
         f.run(st.s);
         const auto routing_ranks = f.scratch_vec<std::uint8_t>(0, f.layout.done_counters);
         const auto out_ranks = f.out_bits();
-        set_top_k_select(TopKSelect::rounds);
+        f.args.options.top_k_select = TopKSelect::rounds;
         f.run(st.s);
         CHECK(f.scratch_vec<std::uint8_t>(0, f.layout.done_counters) == routing_ranks);
         CHECK(f.out_bits() == out_ranks);
@@ -983,7 +954,6 @@ TEST_CASE("both top-k selections write the same routing bits") {
 TEST_CASE("chained layers under programmatic launch give the one-at-a-time bits") {
   moe::test::test_device();
   StreamHolder st;
-  const PdlRestore pdl_restore;
   MoeDims d = model_shapes()[0].dims;  // deepseek-v2-lite: shared experts, softmax
   constexpr int kLayers = 4;
   std::vector<std::unique_ptr<TestLayer>> layers;
@@ -999,7 +969,6 @@ TEST_CASE("chained layers under programmatic launch give the one-at-a-time bits"
   for (int m : ms)
     for (int pdl = 0; pdl < 2; ++pdl) {
       INFO("deepseek-v2-lite m=" << m << " pdl=" << pdl);
-      set_programmatic_launch(pdl == 1);
       // Activations ping-pong between two buffers; every layer shares one scratch.
       DeviceBuffer act[2] = {device_buffer(input_bytes(d, m)), device_buffer(input_bytes(d, m))};
       DeviceBuffer scratch = device_buffer(forward_scratch_bytes(d, m));
@@ -1014,6 +983,7 @@ TEST_CASE("chained layers under programmatic launch give the one-at-a-time bits"
         a.experts = layers[i]->table;
         a.scratch = scratch.data();
         a.scratch_bytes = scratch.bytes();
+        a.options = with_pdl(pdl == 1);
         return a;
       };
       auto run_all = [&](bool sync_between) {
@@ -1112,146 +1082,4 @@ TEST_CASE("forward rejects bad arguments with the values named") {
   a = f.args;
   a.m = 0;
   CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("m 0"), moe::Error);
-}
-
-// ---------------------------------------------------------------- timing (never asserted)
-// Run explicitly: test_moe_kernels -tc="bench*" --no-skip. Narrowed by MOE_BENCH_SHAPE (one
-// shape name), MOE_BENCH_FORMAT (bf16 or int4) and MOE_BENCH_M (a list, default every M below);
-// per-stage times at M=1 and 64, or at every M with MOE_BENCH_STAGES set.
-TEST_CASE("bench: forward time against the read ceiling" * doctest::skip()) {
-  const moe::Device& dev = moe::test::test_device();
-  StreamHolder st;
-  const PdlRestore restore;
-  moe::CudaEvent e0, e1;
-  // Read ceiling: read-only 16-byte streaming kernel over 4 GiB, median of 15.
-  double ceiling_gbs = 0;
-  {
-    const std::size_t bytes = std::size_t{4} << 30;
-    DeviceBuffer buf = device_buffer(bytes);
-    DeviceBuffer xr = device_buffer(sizeof(std::uint32_t));
-    fill_pattern(buf.as<std::uint32_t>(), bytes / 4, 1, st.s);
-    std::vector<float> ms;
-    for (int i = 0; i < 16; ++i) {
-      e0.record(st.s);
-      read_stream(buf.data(), bytes, xr.as<std::uint32_t>(), StreamLaunch::for_device(dev.sm_count), st.s);
-      e1.record(st.s);
-      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
-      if (i) ms.push_back(e1.elapsed_ms_since(e0));
-    }
-    std::sort(ms.begin(), ms.end());
-    ceiling_gbs = bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
-    std::printf("read ceiling: %.0f GB/s\n", ceiling_gbs);
-  }
-  const char* only = std::getenv("MOE_BENCH_SHAPE");
-  const char* only_format = std::getenv("MOE_BENCH_FORMAT");
-  const std::vector<int> bench_ms = ms_from_env("MOE_BENCH_M", {1, 2, 4, 8, 16, 32, 64, 256, 1024});
-  for (const Shape& sh : model_shapes()) {
-    if (only && std::string(only) != sh.name) continue;
-    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
-      if (only_format && std::string(only_format) != to_string(fmt)) continue;
-      MoeDims d = sh.dims;
-      d.format = fmt;
-      // Several weight sets (layers) so the working set of a step is several times the L2.
-      std::vector<std::unique_ptr<TestLayer>> layers;
-      const std::size_t layer_bytes =
-          (expert_weight_bytes(d, TensorKind::gate_up) + expert_scale_bytes(d, TensorKind::gate_up) +
-           expert_weight_bytes(d, TensorKind::down) + expert_scale_bytes(d, TensorKind::down)) *
-          d.total_experts();
-      const int nl = static_cast<int>(std::clamp<std::size_t>((std::size_t{40} << 30) / layer_bytes, 2, 8));
-      for (int i = 0; i < nl; ++i) layers.push_back(std::make_unique<TestLayer>(d, 1000 + i, st.s));
-      for (int m : bench_ms) {
-        for (int variant = 0; variant < 3; ++variant) {
-          // 0: decode, 1: decode with programmatic dependent launch, 2: tensor cores
-          const ForwardPath p = variant == 2 ? ForwardPath::tensor_core : ForwardPath::decode;
-          if (p == ForwardPath::decode && m > 64) continue;
-          if (p == ForwardPath::tensor_core && m < 8) continue;
-          if (variant == 1 && m > 8) continue;
-          set_programmatic_launch(variant == 1);
-          std::vector<std::unique_ptr<Forward>> fw;
-          for (int i = 0; i < nl; ++i) fw.push_back(std::make_unique<Forward>(*layers[i], m, 5, nullptr, p, st.s));
-          for (auto& f : fw) f->run(st.s);
-          // Each layer has its own router: count each layer's distinct experts, average.
-          double distinct_sum = 0;
-          for (auto& f : fw) {
-            const auto ids = f->scratch_vec<int>(f->layout.topk_ids, static_cast<std::size_t>(m) * d.top_k);
-            distinct_sum += std::set<int>(ids.begin(), ids.end()).size();
-          }
-          const double distinct = distinct_sum / nl;
-          const double bytes = (distinct + d.shared) * layers[0]->expert_bytes() + router_bytes(d) +
-                               2.0 * input_bytes(d, m);
-          const double bytes_nodedup = double(m) * (d.top_k + d.shared) * layers[0]->expert_bytes() +
-                                       router_bytes(d) + 2.0 * input_bytes(d, m);
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          MOE_CUDA_CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
-          for (auto& f : fw) enqueue_moe_forward(f->args, st.s);
-          MOE_CUDA_CHECK(cudaStreamEndCapture(st.s, &graph));
-          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          for (int w = 0; w < 3; ++w) MOE_CUDA_CHECK(cudaGraphLaunch(exec, st.s));
-          std::vector<float> ms;
-          for (int rep = 0; rep < 15; ++rep) {
-            e0.record(st.s);
-            MOE_CUDA_CHECK(cudaGraphLaunch(exec, st.s));
-            e1.record(st.s);
-            MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
-            ms.push_back(e1.elapsed_ms_since(e0) / nl);
-          }
-          // Eager (launch overhead included) for comparison.
-          e0.record(st.s);
-          for (int rep = 0; rep < 5; ++rep)
-            for (auto& f : fw) enqueue_moe_forward(f->args, st.s);
-          e1.record(st.s);
-          MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
-          const double eager_us = e1.elapsed_ms_since(e0) * 1e3 / (5 * nl);
-          std::sort(ms.begin(), ms.end());
-          const double us = ms[ms.size() / 2] * 1e3;
-          const double gbs = bytes / (us * 1e-6) / 1e9;
-          // Per stage (each alone in a graph over the layers), at a few M.
-          if ((m == 1 || m == 64 || std::getenv("MOE_BENCH_STAGES")) && variant != 1) {
-            const char* names[4] = {"route", "gate_up", "down", "combine"};
-            double stage_us[4];
-            for (int stg = 0; stg < 4; ++stg) {
-              cudaGraph_t g2;
-              cudaGraphExec_t x2;
-              MOE_CUDA_CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
-              for (auto& f : fw) {
-                const bool dec = resolve_forward_path(f->args) == ForwardPath::decode;
-                if (stg == 0) enqueue_route(f->args, f->layout, st.s);
-                if (stg == 1) (dec ? enqueue_gate_up_decode : enqueue_gate_up_tensor_core)(f->args, f->layout, st.s);
-                if (stg == 2) (dec ? enqueue_down_decode : enqueue_down_tensor_core)(f->args, f->layout, st.s);
-                if (stg == 3) enqueue_combine(f->args, f->layout, st.s);
-              }
-              MOE_CUDA_CHECK(cudaStreamEndCapture(st.s, &g2));
-              MOE_CUDA_CHECK(cudaGraphInstantiate(&x2, g2, 0));
-              MOE_CUDA_CHECK(cudaGraphLaunch(x2, st.s));
-              std::vector<float> sm;
-              for (int rep = 0; rep < 7; ++rep) {
-                e0.record(st.s);
-                MOE_CUDA_CHECK(cudaGraphLaunch(x2, st.s));
-                e1.record(st.s);
-                MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
-                sm.push_back(e1.elapsed_ms_since(e0) / nl);
-              }
-              std::sort(sm.begin(), sm.end());
-              stage_us[stg] = sm[sm.size() / 2] * 1e3;
-              MOE_CUDA_CHECK(cudaGraphExecDestroy(x2));
-              MOE_CUDA_CHECK(cudaGraphDestroy(g2));
-            }
-            std::printf("stages %-17s %-4s m=%-5d %-11s", sh.name, std::string(to_string(fmt)).c_str(), m,
-                        std::string(to_string(p)).c_str());
-            for (int stg = 0; stg < 4; ++stg) std::printf("  %s %.1f us", names[stg], stage_us[stg]);
-            std::printf("\n");
-          }
-          std::printf("bench %-17s %-4s m=%-5d %-11s %-6s graph %8.1f us  eager %8.1f us  %7.0f GB/s  %5.1f%% of read ceiling  (distinct %.1f+%d experts, %.1f MB; no-dedup %.1f MB)\n",
-                      sh.name, std::string(to_string(fmt)).c_str(), m, std::string(to_string(p)).c_str(),
-                      variant == 1 ? "pdl" : "", us,
-                      eager_us, gbs, 100.0 * gbs / ceiling_gbs, distinct, d.shared, bytes / 1e6,
-                      bytes_nodedup / 1e6);
-          std::fflush(stdout);
-          MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-          MOE_CUDA_CHECK(cudaGraphDestroy(graph));
-        }
-      }
-    }
-  }
 }

@@ -1,0 +1,47 @@
+#pragma once
+// The switches that change which kernels a forward runs, as one value carried by every call
+// (MoeForwardArgs::options). Nothing here is process-wide: two engines in one process may run
+// with different options, and a report records the options its engines ran with
+// (engine/engine_options.hpp maps them to names, environment variables and CLI values).
+// Every default is the fastest choice measured on an H200; each alternative is kept for A/B
+// timing and produces the same bits.
+
+namespace moe::kernels {
+
+// The int4 decode kernels: SIMT (codes to fp32, FMA: instruction bound) or on tensor cores
+// (Int4MmaWarp, int4_mma_warp.cuh: codes straight into mma.sync B fragments, up to 8 tokens a
+// pass). automatic: SIMT at M=1, where the tensor-core gate_up loses, tensor cores from M=2 to
+// 8, where the decode path ends for int4. simt: the SIMT kernels only, which end int4's decode
+// path at M=2 (tensor-core tiles beyond).
+enum class Int4Decode : int { automatic, simt, tensor_cores };
+
+// How the route's ranking block picks each token's top-k (same ids either way): ranks (a
+// thread a logit, compared with the token's E logits) or rounds (a warp a token, k rounds of a
+// butterfly). automatic: ranks while a thread has one logit to place (decode sizes), rounds
+// beyond.
+enum class TopKSelect : int { automatic, ranks, rounds };
+
+struct ForwardOptions {
+  // Programmatic dependent launch between the forward's kernels (sm_90+): each kernel is
+  // scheduled before the previous one ends, so gate_up streams the shared experts while the
+  // route still runs. Ignored below sm_90.
+  bool programmatic_launch = true;
+  // On the decode path on sm_90+, the route runs as one thread-block cluster (logits spread
+  // over its blocks, ranking and grouping in block 0's shared memory) instead of the one-kernel
+  // route with its memset node, counters and fences.
+  bool cluster_route = true;
+  // The cluster route's ranking block holds one SM until it ends, so the last block of a
+  // full-residency decode gate_up grid starts only then: that block skips the shared experts
+  // and goes straight to the routed ones, which are ready when it starts.
+  bool spare_late_block = true;
+  // The cluster route's blocks load their router rows into registers before they wait for the
+  // previous kernel (rows per block <= 8, H <= 2048), so after the wait the logits need one
+  // load of x; off, the rows are loaded after the wait.
+  bool hold_router_rows = true;
+  Int4Decode int4_decode = Int4Decode::automatic;
+  TopKSelect top_k_select = TopKSelect::automatic;
+
+  bool operator==(const ForwardOptions&) const = default;
+};
+
+}  // namespace moe::kernels
