@@ -14,6 +14,7 @@ void run_drop_after_inflight_probe(ProbeState&);
 void run_scratch_regrow_probe(ProbeState&);
 void run_host_nonblocking_probe(ProbeState&);
 void run_barrier_probe(ProbeState&);
+void run_stages_probe(ProbeState&);
 
 namespace {
 constexpr std::array kProbes{
@@ -48,6 +49,11 @@ constexpr std::array kProbes{
               "moebench's timing loop against one with a no-op barrier: the queue-saturation "
               "artifact (host time converging on GPU time) shown and ruled out",
               &run_barrier_probe, true},
+    ProbeInfo{"stages",
+              "where a layer's time goes: route, gate_up, down and combine per shape, M, format "
+              "and mode from CUPTI kernel records, each with its own time, its share of the "
+              "critical path and its floor",
+              &run_stages_probe, false},
 };
 }  // namespace
 

@@ -1,12 +1,14 @@
 #include "reports/html_page.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
+#include "reports/stage_view.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -247,6 +249,36 @@ std::string json_details(const std::string& title, const nlohmann::json& j) {
 
 }  // namespace
 
+// Probe stages: one stacked bar a case, each stage's share of the critical path, with the
+// layer's floor as a tick.
+std::string stages_section(const Report& r) {
+  const std::vector<StageRow> rows = stage_rows(r);
+  if (rows.empty()) return "";
+  StackedBarChart chart;
+  chart.title = "Stages of a layer";
+  chart.x_label = "µs per layer (each stage's share of the critical path)";
+  chart.marker_label = "floor (bytes over the read ceiling)";
+  for (const StageRow& row : rows) {
+    StackedBar bar;
+    bar.label = row.label;
+    for (std::size_t i = 0; i < row.stages.size(); ++i)
+      bar.segments.push_back({row.stages[i].stage,
+                              std::isnan(row.stages[i].critical_us) ? 0 : row.stages[i].critical_us,
+                              series_color(i)});
+    bar.marker = row.floor_us;
+    bar.note = fmt(row.critical_path_us) + " µs, floor " + fmt(row.floor_us);
+    chart.bars.push_back(std::move(bar));
+  }
+  std::ostringstream out;
+  out << "<h2>Stages</h2>\n<p class=\"muted\">Each bar is a layer's critical path split by stage: "
+         "the part of each stage's kernels that runs after every earlier kernel has ended "
+         "(with programmatic dependent launch the stages overlap; their own durations are in "
+         "the table and the report). The tick is the layer's floor: the bytes it must read over "
+         "the read ceiling of the same run.</p>\n"
+      << "<div class=\"panel\">" << render_stacked_bars(chart) << "</div>\n";
+  return out.str();
+}
+
 std::string render_html(const Report& r) {
   std::ostringstream out;
   const Verdict overall = r.overall();
@@ -267,6 +299,7 @@ std::string render_html(const Report& r) {
   if (auto rc = read_ceiling_gbps(r)) out << card(fmt(*rc) + " GB/s", "read ceiling");
   out << "</div>\n";
   out << bandwidth_section(r, nullptr);
+  out << stages_section(r);
   out << spread_section_report(r);
   out << case_table(r);
   out << "<h2>Environment</h2>\n"

@@ -1,9 +1,11 @@
 #include "reports/markdown.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
+#include "reports/stage_view.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
 
@@ -84,6 +86,27 @@ std::string render_markdown(const Report& r) {
                     opt(s.gbps), opt(s.pct_of_read_ceiling),
                     s.gpu_time_us ? std::to_string(s.gpu_time_us->count) : "–",
                     s.gpu_time_us ? fmt(100 * s.gpu_time_us->rsd, 2) : "–"});
+  }
+  if (const std::vector<StageRow> stages = stage_rows(r); !stages.empty()) {
+    out << "\n### Stages (µs per layer: own / critical path, floor)\n\n";
+    std::vector<std::string> cells{"case"};
+    std::vector<bool> numeric{false};
+    for (const StageCell& s : stages.front().stages) {
+      cells.push_back(s.stage);
+      numeric.push_back(true);
+    }
+    cells.insert(cells.end(), {"critical path", "GPU", "floor"});
+    numeric.insert(numeric.end(), {true, true, true});
+    table_header(out, cells, numeric);
+    for (const StageRow& row : stages) {
+      std::vector<std::string> line{escape_markdown_cell(row.label)};
+      for (const StageCell& s : row.stages)
+        line.push_back(std::isnan(s.own_us) ? "–"
+                                            : fmt(s.own_us) + " / " + fmt(s.critical_us) + " (" +
+                                                  fmt(s.floor_us) + ")");
+      line.insert(line.end(), {fmt(row.critical_path_us), fmt(row.gpu_us), fmt(row.floor_us)});
+      table_row(out, line);
+    }
   }
   bool header = false;
   for (const CaseResult& c : r.cases) {

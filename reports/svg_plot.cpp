@@ -255,4 +255,61 @@ std::string render_spread_chart(const SpreadChart& c) {
   return s.str();
 }
 
+std::string render_stacked_bars(const StackedBarChart& c) {
+  const double label_w = 300, note_w = 150, top = 58, row_h = 22, axis_h = 40;
+  const double left = label_w + 8, pw = c.width - left - note_w - 8;
+  const double bottom = top + row_h * static_cast<double>(c.bars.size());
+  const double height = bottom + axis_h;
+  double hi = 0;
+  for (const StackedBar& b : c.bars) {
+    double sum = 0;
+    for (const BarSegment& g : b.segments) sum += std::max(0.0, g.value);
+    hi = std::max({hi, sum, b.marker});
+  }
+  if (hi <= 0) hi = 1;
+  const std::vector<double> ticks = nice_ticks(0, hi * 1.04, 8);
+  hi = std::max(hi * 1.04, ticks.empty() ? hi : ticks.back());
+  auto px = [&](double x) { return left + std::clamp(x, 0.0, hi) / hi * pw; };
+
+  std::ostringstream s;
+  s << open_svg(c.width, static_cast<int>(height), c.title);
+  s << text(0, 20, c.title, "start", "font-size=\"14\" font-weight=\"600\"");
+  // Legend: the segments of the first bar, then the marker.
+  double lx = left;
+  if (!c.bars.empty())
+    for (const BarSegment& g : c.bars.front().segments) {
+      s << "<rect x=\"" << num(lx) << "\" y=\"30\" width=\"12\" height=\"12\" fill=\"" << g.color << "\"/>\n";
+      s << text(lx + 16, 40, g.label);
+      lx += 24 + 7.0 * static_cast<double>(g.label.size());
+    }
+  if (!c.marker_label.empty()) {
+    s << line(lx + 6, 29, lx + 6, 43, kTextColor, 2);
+    s << text(lx + 14, 40, c.marker_label);
+  }
+  for (double y : {top - 4, bottom}) s << line(left, y, left + pw, y, kAxisColor);
+  for (double t : ticks) {
+    s << line(px(t), top - 4, px(t), bottom, kGridColor);
+    s << text(px(t), bottom + 16, tick_label(t), "middle", "fill-opacity=\"0.7\"");
+    s << text(px(t), top - 8, tick_label(t), "middle", "fill-opacity=\"0.7\"");
+  }
+  s << text(left + pw / 2, bottom + 34, c.x_label, "middle");
+  for (std::size_t i = 0; i < c.bars.size(); ++i) {
+    const StackedBar& b = c.bars[i];
+    const double y = top + row_h * static_cast<double>(i);
+    s << "<g><title>" << escape_html(b.label) << "</title>" << text(label_w, y + 15, b.label, "end") << "</g>\n";
+    double x0 = 0;
+    for (const BarSegment& g : b.segments) {
+      const double v = std::max(0.0, g.value);
+      s << "<rect x=\"" << num(px(x0)) << "\" y=\"" << num(y + 4) << "\" width=\"" << num(px(x0 + v) - px(x0))
+        << "\" height=\"14\" fill=\"" << g.color << "\"><title>" << escape_html(b.label + ": " + g.label + " " + fmt(v))
+        << "</title></rect>\n";
+      x0 += v;
+    }
+    if (b.marker >= 0) s << line(px(b.marker), y + 1, px(b.marker), y + 21, kTextColor, 2);
+    s << text(left + pw + 10, y + 15, b.note, "start", "fill-opacity=\"0.75\"");
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
 }  // namespace moe::report

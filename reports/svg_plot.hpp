@@ -59,6 +59,32 @@ struct SpreadChart {
 // beyond it are drawn as markers on the edge, so one outlier cannot flatten every row.
 std::string render_spread_chart(const SpreadChart& chart);
 
+struct BarSegment {
+  std::string label;  // in the legend and the segment's tooltip
+  double value = 0;
+  std::string color;
+};
+
+struct StackedBar {
+  std::string label;  // left of the bar
+  std::string note;   // right of the bar
+  std::vector<BarSegment> segments;  // drawn left to right
+  double marker = -1;  // a vertical tick at this x (e.g. the floor); < 0: none
+};
+
+struct StackedBarChart {
+  std::string title;
+  std::string x_label;
+  std::string marker_label;  // what the tick means, for the legend
+  std::vector<StackedBar> bars;
+  int width = 960;
+};
+
+// One horizontal bar a row, its segments stacked from 0, on one x axis for every row, with the
+// legend of the first row's segments at the top (and the axis at top and bottom, so a long
+// chart can be read without scrolling back).
+std::string render_stacked_bars(const StackedBarChart& chart);
+
 // A palette that stays distinguishable for colour-blind readers (Okabe-Ito order).
 const std::string& series_color(std::size_t index);
 

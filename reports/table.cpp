@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "reports/stage_view.hpp"
+
 namespace moe::report {
 
 std::string fmt(double v, int precision) {
@@ -72,6 +74,8 @@ std::string render_table(const Report& report) {
   }
   std::ostringstream out;
   out << format_columns(rows);
+  if (const std::string stages = render_stage_table(stage_rows(report)); !stages.empty())
+    out << '\n' << stages;
   for (const CaseResult& c : report.cases) {
     if (c.verdict == Verdict::pass) continue;
     out << to_string(c.verdict) << "  " << c.key() << ": " << c.reason << '\n';

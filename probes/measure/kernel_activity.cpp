@@ -67,13 +67,14 @@ KernelActivity::~KernelActivity() {
   g_recorder.store(nullptr);
 }
 
-void KernelActivity::begin_window() {
+void KernelActivity::begin_window(bool keep_records) {
   resume();
   check_cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   std::lock_guard lock(mutex_);
   current_ = Window{};
   intervals_.clear();
   collecting_ = true;
+  keep_records_ = keep_records;
 }
 
 KernelActivity::Window KernelActivity::end_window() {
@@ -107,6 +108,7 @@ void KernelActivity::consume(std::uint8_t* buffer, std::size_t valid_size) {
     current_.kernel_time_us += static_cast<double>(k->end - k->start) * 1e-3;
     intervals_.push_back({k->start, k->end});
     ++current_.kernel_count;
+    if (keep_records_) current_.records.push_back({k->name ? k->name : "", k->start, k->end});
   }
 }
 

@@ -63,10 +63,10 @@ void Sampler::barrier(Stream& stream) {
 
 void Sampler::take_sample(Stream& stream, const std::string& label, const char* range,
                           const std::function<void()>& enqueue, bool block, bool kernels,
-                          Sample& s) {
+                          bool records, Sample& s) {
   if (flusher_) flusher_->flush(stream.handle());
   barrier(stream);  // nothing from before (flush, last sample) may overlap the window
-  if (kernels) activity_->begin_window();
+  if (kernels) activity_->begin_window(records);
   {
     NvtxRange sample_range(label + range);
     if (block) blocker_->block(stream.handle());
@@ -102,7 +102,7 @@ std::vector<double> Sampler::host_pass(Stream& stream, const std::string& label,
   std::vector<double> host_us;
   Sample s;
   for (std::size_t i = 0; i < samples; ++i) {
-    take_sample(stream, label, "/host-sample", enqueue, block, false, s);
+    take_sample(stream, label, "/host-sample", enqueue, block, false, false, s);
     host_us.push_back(s.host_us);
   }
   stream.drain();  // the pass's events complete before they are reused or destroyed
@@ -142,7 +142,8 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
 
   for (;;) {
     auto s = std::make_unique<Sample>();
-    take_sample(stream, label, "/sample", enqueue, block, activity_ != nullptr, *s);
+    take_sample(stream, label, "/sample", enqueue, block, activity_ != nullptr,
+                static_cast<bool>(overrides.kernel_records), *s);
     // The clock is read after every sample; a throttled sample is flagged, not dropped.
     const auto sm = clocks_->sm_clock_mhz();
     const auto why = clocks_->throttle_reasons();
@@ -171,6 +172,7 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
       m.kernel_time_us.push_back(s->kernels.kernel_time_us);
       m.kernel_busy_us.push_back(s->kernels.kernel_busy_us);
       m.kernel_count.push_back(static_cast<double>(s->kernels.kernel_count));
+      if (overrides.kernel_records) overrides.kernel_records(s->kernels.records);
     } else {
       m.host_time_us.push_back(s->host_us);  // CUPTI was off: these are clean already
     }

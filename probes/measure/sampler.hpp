@@ -39,6 +39,10 @@ struct MeasureOptions {
 struct MeasureOverrides {
   std::optional<StoppingRule> stopping;
   std::optional<bool> block_during_enqueue;
+  // With kernel timing: called after sampling with each main-loop sample's kernels, in sample
+  // order (index-aligned with the measurement's kernel series), for probes that attribute
+  // time to kernels. Never called without CUPTI.
+  std::function<void(const std::vector<KernelRecord>&)> kernel_records;
 };
 
 // The timing loop of brief section 5, shared by every probe. One per run: it owns the L2
@@ -64,8 +68,10 @@ class Sampler {
   struct Sample;
   // One sample of brief section 5, the same in the main loop and the host pass; `range` names
   // its NVTX range after `label`. `kernels`: take the CUPTI records of its window.
+  // `records`: keep each kernel's name and interval too.
   void take_sample(Stream& stream, const std::string& label, const char* range,
-                   const std::function<void()>& enqueue, bool block, bool kernels, Sample& s);
+                   const std::function<void()>& enqueue, bool block, bool kernels, bool records,
+                   Sample& s);
   // Host enqueue times of `samples` more samples with CUPTI not recording.
   std::vector<double> host_pass(Stream& stream, const std::string& label,
                                 const std::function<void()>& enqueue, bool block,

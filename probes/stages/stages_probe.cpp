@@ -1,0 +1,159 @@
+// Probe `stages`: where a layer's time goes. For each shape, M, format and mode, one decode step
+// of the engine (every layer over the same input) is sampled by the product's Sampler, and the
+// CUPTI records of each sample are split by stage (stage_breakdown.hpp): route, gate_up, down
+// and combine, each with its own duration, its share of the critical path, and its floor (the
+// bytes it must read over the read ceiling of the same run). The output is checked against the
+// CPU reference before anything is timed, as in probe bandwidth.
+#include <algorithm>
+
+#include "engine/engine.hpp"
+#include "kernels/moe/generate.hpp"
+#include "probes/copy/read_ceiling.hpp"
+#include "probes/layer_check.hpp"
+#include "probes/moe_defaults.hpp"
+#include "probes/stages/stage_breakdown.hpp"
+
+namespace moe {
+
+namespace {
+
+const std::vector<int> kDefaultMs{1, 8, 64};
+
+// What the layers of one step must read, stage by stage, averaged over the layers (each layer
+// routes its own tokens, so each touches its own experts).
+LayerTraffic layer_traffic(Engine& engine, int m) {
+  const kernels::MoeDims d = engine.layer(0).config().dims;
+  using kernels::TensorKind;
+  const double gate_up_expert = static_cast<double>(kernels::expert_weight_bytes(d, TensorKind::gate_up) +
+                                                    kernels::expert_scale_bytes(d, TensorKind::gate_up));
+  const double down_expert = static_cast<double>(kernels::expert_weight_bytes(d, TensorKind::down) +
+                                                 kernels::expert_scale_bytes(d, TensorKind::down));
+  const double pairs = static_cast<double>(m) * (d.top_k + d.shared);
+  LayerTraffic t;
+  t.router = static_cast<double>(engine.layer(0).weights().router_bytes());
+  t.activations_in = static_cast<double>(m) * d.hidden * 2;
+  t.h = pairs * d.inter * 2;
+  t.down_out = pairs * d.hidden * 4;
+  double touched = 0;
+  for (int l = 0; l < engine.layers(); ++l)
+    touched += static_cast<double>(
+        touched_experts(d, read_topk_ids(engine.layer(l), m, engine.stream())).size());
+  touched /= engine.layers();
+  t.gate_up_weights = touched * gate_up_expert;
+  t.down_weights = touched * down_expert;
+  return t;
+}
+
+report::Metric metric(double v, const char* unit) { return {v, unit}; }
+
+}  // namespace
+
+void run_stages_probe(ProbeState& state) {
+  const ReadCeiling ceiling = measure_read_ceiling(
+      state, stream_buffer_bytes(state.device(), state.options().copy_bytes, 1));
+  if (!ceiling.check.passed)
+    throw Error(ExitCode::probe_error, "read ceiling kernel failed its check: " +
+                                           ceiling.check.detail);
+
+  for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
+    for (kernels::WeightFormat format : formats_or_default(state)) {
+      Engine engine(engine_config(state, shape, format, 60), state.allocator(), state.device());
+      const int layers = engine.plan().layers;
+      for (int m : ms_or_default(state, kDefaultMs)) {
+        const std::uint64_t input_seed = derive_seed(state.options().seed, 61, m);
+        engine.set_input(m, input_seed);
+        engine.forward();
+        const report::Check correct =
+            check_layer_output(engine.layer(0), engine.output(0), m, input_seed)
+                .as_check("layer0_matches_reference");
+        const StageBytes bytes = stage_bytes(layer_traffic(engine, m));
+
+        for (const std::string& mode : modes_or_default(state)) {
+          report::CaseResult c = moe_case(state, "layer", shape, format, m, mode);
+          c.checks.push_back(correct);
+          c.parameters["layers"] = layers;
+          c.parameters["input_seed"] = input_seed;
+          c.evidence["layers"] = layers;
+          c.evidence["read_ceiling_bytes"] = ceiling.bytes;
+          if (!correct.passed) {
+            c.reason = "output does not match the CPU reference; not timed";
+            c.conclude_from_checks();
+            state.add_case(std::move(c));
+            continue;
+          }
+          std::function<void()> enqueue = [&] { engine.forward(); };
+          if (mode == "graph") {
+            engine.capture();
+            enqueue = [&] { engine.replay(); };
+          }
+          std::vector<StageSample> samples;
+          measure::MeasureOverrides overrides;
+          overrides.kernel_records = [&](const std::vector<measure::KernelRecord>& records) {
+            samples.push_back(split_by_stage(records, layers));
+            // The kernels a stage ran, named once, so a reader can tell which paths ran.
+            for (const measure::KernelRecord& r : records) {
+              auto& names = c.evidence["kernels"][std::string(to_string(kernels::stage_of_kernel(r.name)))];
+              const std::string k = kernels::short_kernel_name(r.name);
+              if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+            }
+          };
+          const std::string label = "stages/" + shape.name + "/m=" + std::to_string(m) + "/" +
+                                    *c.format + "/" + mode;
+          report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue, overrides);
+          if (mode == "graph") engine.drop_graphs();
+          c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / layers, "us");
+          c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
+          c.measurements["main"] = std::move(meas);
+          if (samples.empty()) {
+            c.verdict = report::Verdict::inconclusive;
+            c.reason = "no kernel records: CUPTI is off or taken (another profiler), so no stage "
+                       "can be timed";
+            state.add_case(std::move(c));
+            continue;
+          }
+          double critical_sum = 0, floor_sum = 0;
+          for (kernels::Stage stage : kernels::kStages) {
+            const auto i = static_cast<std::size_t>(stage);
+            std::vector<double> own, critical;
+            std::size_t kernels_in_stage = 0;
+            for (const StageSample& s : samples) {
+              own.push_back(s.own_us[i]);
+              critical.push_back(s.critical_us[i]);
+              kernels_in_stage = std::max(kernels_in_stage, s.kernels[i]);
+            }
+            if (stage == kernels::Stage::other && kernels_in_stage == 0) continue;
+            const std::string name(to_string(stage));
+            const double floor_us = bytes.bytes[i] / (ceiling.gbps * 1e9) * 1e6;
+            const report::Stats own_stats = report::summarize(own);
+            const report::Stats crit_stats = report::summarize(critical);
+            c.metrics[name + "_us"] = metric(own_stats.median, "us");
+            c.metrics[name + "_critical_us"] = metric(crit_stats.median, "us");
+            c.metrics[name + "_floor_us"] = metric(floor_us, "us");
+            c.evidence["stage_samples"][name] = {{"own_us", own}, {"critical_us", critical},
+                                                 {"kernels_per_sample", kernels_in_stage},
+                                                 {"bytes_per_layer", bytes.bytes[i]}};
+            critical_sum += crit_stats.median;
+            floor_sum += floor_us;
+          }
+          c.metrics["critical_path_us"] = metric(critical_sum, "us");
+          c.metrics["floor_us"] = metric(floor_sum, "us");
+          // Every kernel of the forward must belong to a stage: one in `other` is a kernel
+          // this probe does not know, and its time would be attributed to nothing.
+          const bool all_known = !c.metrics.contains("other_us");
+          c.checks.push_back({"every_kernel_in_a_stage", all_known,
+                              all_known ? "every kernel of the step maps to route, gate_up, down "
+                                          "or combine"
+                                        : "kernels outside the four stages ran: see "
+                                          "evidence.kernels.other"});
+          c.reason = "stages timed after the output matched the reference; own = the stage's "
+                     "kernel durations, critical = its share of the critical path (sums to the "
+                     "busy time)";
+          c.conclude_from_checks();
+          state.add_case(std::move(c));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,90 @@
+// Probe `stages` end to end on the GPU: every kernel of a forward lands in a stage, the stage
+// figures are consistent with the layer's GPU time, and both the decode and the tensor-core
+// paths are covered, with programmatic launch on and off.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "engine/device_allocator.hpp"
+#include "probes/probe.hpp"
+#include "support/gpu_test.hpp"
+
+using namespace moe;
+
+namespace {
+
+std::vector<report::CaseResult> run_stages(const EngineOptions& engine) {
+  const Device& dev = test::test_device();
+  RunOptions options;
+  const auto library = load_shape_library(std::filesystem::path(test::fixtures_dir()) / "shapes");
+  options.shapes = {resolve_shape("deepseek-v2-lite", library), resolve_shape("qwen3-30b-a3b", library)};
+  options.user_set_shapes = true;
+  options.ms = {1, 8, 64};  // decode kernels, then tensor-core tiles
+  options.user_set_ms = true;
+  options.modes = {"eager", "graph"};
+  options.max_layers = 4;
+  options.engine = engine;
+  options.measure.stopping.min_samples = 5;
+  options.measure.stopping.min_time_s = 0.02;
+  options.copy_bytes = 8 * dev.l2_bytes;
+  DeviceAllocator alloc;
+  measure::Sampler sampler(dev, alloc, options.measure);
+  std::vector<report::CaseResult> cases;
+  ProbeState state("stages", options, dev, alloc, sampler,
+                   [&](report::CaseResult c) { cases.push_back(std::move(c)); });
+  probe_by_name("stages").run(state);
+  return cases;
+}
+
+void check_cases(const std::vector<report::CaseResult>& cases) {
+  REQUIRE(cases.size() == 2 * 2 * 3 * 2);  // shapes x formats x M x modes
+  for (const report::CaseResult& c : cases) {
+    CAPTURE(c.key());
+    CHECK(c.verdict == report::Verdict::pass);
+    const auto& meas = c.measurements.at("main");
+    if (!meas.kernel_timing) continue;  // CUPTI taken (compute-sanitizer): nothing to split
+    for (const char* stage : {"route", "gate_up", "down", "combine"}) {
+      CAPTURE(stage);
+      const std::string s = stage;
+      REQUIRE(c.metrics.contains(s + "_us"));
+      CHECK(c.metrics.at(s + "_us").value > 0);
+      CHECK(c.metrics.at(s + "_floor_us").value > 0);
+      // A stage adds to the critical path at most its own duration (medians of per-sample
+      // values, so allow for the median of a difference).
+      CHECK(c.metrics.at(s + "_critical_us").value <= c.metrics.at(s + "_us").value * 1.02 + 0.05);
+      // Each layer runs each stage's kernel once a sample.
+      CHECK(c.evidence.at("stage_samples").at(s).at("kernels_per_sample").get<int>() ==
+            c.evidence.at("layers").get<int>());
+    }
+    CHECK_FALSE(c.metrics.contains("other_us"));
+    // The critical path is the busy time: within the layer's GPU-event time (which adds the
+    // launch gaps), and at least the floor is not a bound on it (a floor below the time).
+    const double critical = c.metrics.at("critical_path_us").value;
+    const double gpu = c.metrics.at("gpu_us_per_layer").value;
+    CHECK(critical <= gpu * 1.05);
+    CHECK(critical > 0.3 * gpu);
+    CHECK(c.metrics.at("floor_us").value < gpu);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stages: every kernel in a stage, criticals within the layer's time (defaults)") {
+  check_cases(run_stages(EngineOptions{}));
+}
+
+TEST_CASE("stages: without programmatic launch, criticals equal owns (nothing overlaps)") {
+  EngineOptions no_pdl;
+  no_pdl.assign("pdl=off", "--switch");
+  const auto cases = run_stages(no_pdl);
+  check_cases(cases);
+  for (const report::CaseResult& c : cases) {
+    if (!c.measurements.at("main").kernel_timing) continue;
+    CAPTURE(c.key());
+    for (const char* stage : {"route", "gate_up", "down", "combine"}) {
+      const std::string s = stage;
+      CHECK(c.metrics.at(s + "_critical_us").value ==
+            doctest::Approx(c.metrics.at(s + "_us").value).epsilon(0.02));
+    }
+  }
+}
