@@ -54,23 +54,26 @@ std::string cell(const std::optional<std::string>& s) {
   return s ? escape_markdown_cell(*s) : std::string("–");
 }
 
-// A column is shown only where it tells rows apart or says something: the case name when the
-// probe has several, shape and format when any row has one, the mode when it is not filtered
-// and is not just the case name again.
+// A column is shown only where it tells rows apart: the case name when the probe has several,
+// shape and format when any row has one, the mode when rows differ in it (unfiltered) and it is
+// not just the case name again.
 struct Columns {
   bool name = false, shape = false, format = false, mode = false;
 };
 
 Columns columns_of(const Grid& g, bool mode_filtered) {
   Columns c;
-  std::set<std::string> names;
+  std::set<std::string> names, modes;
+  bool mode_is_not_name = false;
   for (const RowKey& r : g.rows) {
     names.insert(r.name);
+    modes.insert(r.mode);
     c.shape |= r.shape != "–";
     c.format |= r.format != "–";
-    c.mode |= !mode_filtered && r.mode != "–" && r.mode != r.name;
+    mode_is_not_name |= r.mode != r.name;
   }
   c.name = names.size() > 1;
+  c.mode = !mode_filtered && modes.size() > 1 && mode_is_not_name;
   return c;
 }
 
@@ -89,7 +92,11 @@ std::string render_markdown_pivot(const Report& r, const std::string& metric,
     if (!v) continue;
     auto g = std::find_if(grids.begin(), grids.end(),
                           [&](const Grid& x) { return x.probe == c.probe; });
-    if (g == grids.end()) g = grids.insert(grids.end(), Grid{c.probe, v->unit});
+    if (g == grids.end()) {
+      g = grids.insert(grids.end(), Grid{});
+      g->probe = c.probe;
+      g->unit = v->unit;
+    }
     const RowKey row{escape_markdown_cell(c.name), cell(c.shape), cell(c.format), cell(c.mode)};
     if (std::find(g->rows.begin(), g->rows.end(), row) == g->rows.end()) g->rows.push_back(row);
     if (c.m)

@@ -128,7 +128,19 @@ TEST_CASE("Markdown pivot: one metric as a grid of shape and format against M") 
   CHECK(all.find("| case | gbps |") != std::string::npos);
   CHECK(all.find("| read | 4547 |") != std::string::npos);
   CHECK(all.find("`bandwidth`: gbps (GB/s)") != std::string::npos);
-  CHECK(all.find("| shape | format | M=1 |") != std::string::npos);
+  CHECK(all.find("| shape | format | M=1 |") != std::string::npos);  // one mode: no column
+  // Cases of one probe in two modes: the mode becomes a column.
+  Report both = r;
+  for (const CaseResult& c : r.cases)
+    if (c.probe == "bandwidth") {
+      CaseResult eager = c;
+      eager.name = "step";
+      eager.mode = "eager";
+      both.cases.push_back(eager);
+    }
+  const std::string modes = render_markdown_pivot(both, "gpu", {"bandwidth", std::nullopt});
+  CHECK(modes.find("| case | shape | format | mode | M=1 |") != std::string::npos);
+  CHECK(modes.find("| step | deepseek-v2-lite | bf16 | eager |") != std::string::npos);
   const std::string copy = render_markdown_pivot(r, "gbps", {"copy", std::nullopt});
   CHECK(copy.find(". 3 cases: 3 PASS.") != std::string::npos);
   CHECK(copy.find("`bandwidth`") == std::string::npos);
