@@ -1,5 +1,5 @@
 #pragma once
-// One metric of a report laid out as a grid: a table per (probe, case name), a row per (shape,
+// One metric of a report laid out as a grid: a table per probe, a row per (case name, shape,
 // format, mode), a column per M. The shape a results page or a README summary wants, where
 // the full Markdown view has one row per case.
 #include <optional>

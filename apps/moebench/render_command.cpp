@@ -70,8 +70,8 @@ Command add_render_command(CLI::App& app) {
   cmd->add_option("-o,--output", r->output, "Write to FILE, not stdout");
   cmd->add_option("--pivot", r->pivot,
                   "Markdown: one metric (a case metric such as pct_of_read_ceiling, or gpu for "
-                  "the median GPU time) as a table per probe and case, a row per shape and "
-                  "format, a column per M");
+                  "the median GPU time) as a table per probe, a row per case, shape, format "
+                  "and mode, a column per M");
   cmd->add_option("--probe", r->probe, "With --pivot: only this probe's cases");
   cmd->add_option("--mode", r->mode, "With --pivot: only the cases of this mode (eager, graph)");
   return {cmd, [r] { return render(*r); }};
