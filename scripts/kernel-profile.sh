@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine: Nsight Compute on the first launches of one kernel of the kernel bench
 # (tests/gpu/test_moe_kernels.cu, "bench" test case) for one shape, with the stall reasons that
-# showed the decode kernels issue bound (docs/design/kernels.md). Clocks are left alone
-# (--clock-control none): moebench never changes GPU settings, and its figures are at the clocks
-# the GPU chooses.
+# told decode v3 from v4 (docs/kernel-notes.md). Clocks are left alone (--clock-control none):
+# moebench never changes GPU settings, and its figures are at the clocks the GPU chooses.
 #
 #   scripts/kernel-profile.sh [BIN_DIR] [OUT]     (defaults: .gpu, $OUT or .)
 #

@@ -41,7 +41,7 @@ struct MeasureOverrides {
   std::optional<bool> block_during_enqueue;
 };
 
-// The timing loop of docs/design/measurement.md, shared by every probe. One per run: it owns the L2
+// The timing loop (docs/design/measurement.md) every probe shares. One per run: it owns the L2
 // flush buffer, the CUPTI recorder and the clock reader.
 class Sampler {
  public:
@@ -62,9 +62,8 @@ class Sampler {
 
  private:
   struct Sample;
-  // One sample as docs/design/measurement.md describes it, the same in the main loop and the host
-  // pass; `range` names its NVTX range after `label`. `kernels`: take the CUPTI records of its
-  // window.
+  // One sample (docs/design/measurement.md), alike in the main loop and host pass; `range` names
+  // its NVTX range after `label`. `kernels`: take the CUPTI records of its window.
   void take_sample(Stream& stream, const std::string& label, const char* range,
                    const std::function<void()>& enqueue, bool block, bool kernels, Sample& s);
   // Host enqueue times of `samples` more samples with CUPTI not recording.
