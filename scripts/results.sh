@@ -82,6 +82,14 @@ for d in "$root"/reports/baselines/*/; do gpus+=("$(basename "$d")"); done
       grid "$gpu" capture-replay replay_host_us
       grid "$gpu" capture-replay replay_gpu_us
     fi
+    # Any other probe's baseline: the median GPU time of its cases.
+    for probe in $(ls "$root/reports/baselines/$gpu/" | sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9a-f]+-(.*)\.json\.gz$/\1/' | sort -u); do
+      case $probe in copy|bandwidth|capture-replay) continue ;; esac
+      echo
+      echo "### \`moebench run $probe\`: \`$(relpath "$(newest "$gpu" "$probe")")\`"
+      echo
+      pivot "$gpu" "$probe" gpu
+    done
   done
 } > "$root/docs/results.md"
 
