@@ -52,6 +52,10 @@ for d in "$root"/reports/baselines/*/; do gpus+=("$(basename "$d")"); done
       echo
       echo "### Ceilings (\`moebench run copy\`): \`$(relpath "$f")\`"
       echo
+      echo "Read-only stream (the read ceiling), cudaMemcpyAsync device to device and an SM copy"
+      echo "kernel, bytes read (+ written) over the median GPU time, 4 GiB buffers. The bandwidth"
+      echo "percentages below use the read ceiling measured in their own run."
+      echo
       pivot "$gpu" copy gbps
     fi
     if f=$(newest "$gpu" bandwidth) && [[ -n $f ]]; then
