@@ -28,8 +28,8 @@ struct EngineConfig {
   double memory_fraction = 0.7;  // of free device memory the weights may take
 };
 
-// How many layers an engine gets: enough that one decode step (M=1) touches at least 4x the
-// L2 in weights, so a step measures HBM rather than cache (brief 2.4), at most 32, and no more
+// How many layers an engine gets: enough that one decode step (M=1) touches at least 4x the L2 in
+// weights, so a step measures HBM rather than cache (docs/bugs.md, bug 4), at most 32, and no more
 // than fit in `memory_fraction` of free memory. `reduced` says the memory cap bit.
 struct LayerPlan {
   int layers = 1;

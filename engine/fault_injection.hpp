@@ -5,7 +5,7 @@
 
 namespace moe {
 
-// Named mutations, each restoring one historic bug (brief sections 2 and 4). Off by default.
+// Named mutations, each restoring one historic bug (docs/bugs.md). Off by default.
 // They exist so each probe can prove it catches its bug; `moebench selftest` turns them on one
 // at a time. Each is read at exactly the place its bug lived.
 enum class Mutation {

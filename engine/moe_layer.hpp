@@ -24,7 +24,7 @@ struct LayerConfig {
 // One MoE layer: its weights (constructed in caller-given host storage when asked, so a probe
 // can force address reuse), its scratch pool, and the forward. Work goes to the stream given at
 // construction; the destructor drains it before anything is freed, because kernels enqueued by
-// forward() may still be reading the weights and the scratch (brief 2.2).
+// forward() may still be reading the weights and the scratch (docs/bugs.md, bug 2).
 class MoeLayer {
  public:
   // `weights_storage`: null to own the weights' host memory, else sizeof(MoeWeights) bytes,

@@ -14,7 +14,7 @@ class Stream;
 // One layer's weights on the device, generated from a seed by the counter-based generator (the
 // CPU reference derives the same values). Every expert tensor is its own allocation, as in
 // engines that load experts one by one; the per-expert pointer tables the fast path reads live
-// in the ResidentSlot this object owns, so they cannot outlive these buffers (brief 2.1).
+// in the ResidentSlot this object owns, so they cannot outlive these buffers (docs/bugs.md, bug 1).
 class MoeWeights {
  public:
   MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing routing,

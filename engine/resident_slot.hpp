@@ -10,10 +10,10 @@ namespace moe {
 class MoeWeights;
 class Stream;
 
-// The per-weights resident state of the fast path: device arrays of per-expert pointers,
-// uploaded once (lazily, on the first forward) so a captured graph only reads resident
-// buffers. It is a member of the weights it describes, so it dies with them (brief 2.1). The
-// historic design kept it in a process-wide map keyed by the weights' address; the mutation
+// The per-weights resident state of the fast path: device arrays of per-expert pointers, uploaded
+// once (lazily, on the first forward) so a captured graph only reads resident buffers. It is a
+// member of the weights it describes, so it dies with them (docs/bugs.md, bug 1). The historic
+// design kept it in a process-wide map keyed by the weights' address; the mutation
 // static-resident-cache restores that design, here, to prove probe two-engine catches it.
 class ResidentSlot {
  public:

@@ -17,7 +17,7 @@ class CaptureGrowthError : public Error {
 
 // Working memory of the forward kernels. Grows on demand, never shrinks on its own. Every
 // regrow drains the stream first: kernels enqueued earlier may still read the old buffer, and
-// the caching allocator would hand it to the next allocation at once (brief 2.2).
+// the caching allocator would hand it to the next allocation at once (docs/bugs.md, bug 2).
 class ScratchPool {
  public:
   explicit ScratchPool(DeviceAllocator& allocator) : allocator_(allocator) {}

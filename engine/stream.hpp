@@ -5,7 +5,7 @@
 
 namespace moe {
 
-// The engine's work queue. Two different operations, on purpose (brief 2.2):
+// The engine's work queue. Two different operations, on purpose (docs/bugs.md, bug 2):
 //  - synchronize(): the engine's optional, *deferred* barrier. Under the default policy it is a
 //    no-op, as it is in real engines; nothing that frees memory or times work may rely on it.
 //  - drain(): the real barrier. Always waits for everything enqueued and surfaces errors.

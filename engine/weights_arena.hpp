@@ -7,8 +7,8 @@
 namespace moe {
 
 // Host storage for the MoeWeights objects of an engine, owned by the caller so it can outlive
-// engines: a later engine's weights are then constructed at the very addresses an earlier
-// engine's had. Probe two-engine uses this to force host-address reuse (brief 2.1) instead of
+// engines: a later engine's weights are then constructed at the very addresses an earlier engine's
+// had. Probe two-engine uses this to force host-address reuse (docs/bugs.md, bug 1) instead of
 // hoping malloc hands the same address back.
 class WeightsArena {
  public:

@@ -11,7 +11,7 @@ namespace moe {
 
 // What a probe learns from one layer's last forward: its routing as the GPU decided it, and
 // how its output compares with the CPU reference. Probes report a timing only after this
-// passed (brief section 5).
+// passed (docs/design/measurement.md).
 struct LayerCheck {
   bool passed = false;
   double rel_l2 = 0;        // ||out - ref|| / ||ref|| over the checked tokens

@@ -32,7 +32,7 @@ constexpr std::array kProbes{
               &run_capture_replay_probe, true},
     ProbeInfo{"two-engine",
               "N engines built, run and destroyed in sequence with forced address reuse: "
-              "stale resident pointers give wrong tokens (brief 2.1)",
+              "stale resident pointers give wrong tokens (docs/bugs.md, bug 1)",
               &run_two_engine_probe, true},
     ProbeInfo{"drop-after-inflight",
               "a layer and an engine destroyed with a forward in flight, the next request "

@@ -21,7 +21,7 @@ Verdict verdict_from_string(const std::string& s);  // throws UsageError naming 
 // Worse verdicts rank higher: pass < inconclusive < fail < error.
 int severity(Verdict v);
 
-// One timed configuration: per-sample series and their summaries (brief section 5).
+// One timed configuration: per-sample series and their summaries (docs/design/measurement.md).
 struct Measurement {
   std::vector<double> gpu_time_us;     // event to event around the enqueue
   std::vector<double> host_time_us;    // host clock around the enqueue, CUPTI not recording

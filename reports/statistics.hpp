@@ -4,7 +4,7 @@
 
 namespace moe::report {
 
-// Summary of one sample series, as every report shows it (brief section 5).
+// Summary of one sample series, as every report shows it (docs/design/measurement.md).
 struct Stats {
   double min = 0, p10 = 0, median = 0, p90 = 0, max = 0, mean = 0;
   double rsd = 0;  // relative standard deviation: sample stddev / mean, a fraction

@@ -1,12 +1,15 @@
 // `moebench render REPORT.json`: a report for people (terminal table, Markdown, HTML page) or
 // for Google Benchmark's tooling (gbench JSON).
 #include <memory>
+#include <optional>
 
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/text_output.hpp"
+#include "common/errors.hpp"
 #include "reports/gbench_export.hpp"
 #include "reports/html_page.hpp"
 #include "reports/markdown.hpp"
+#include "reports/pivot_table.hpp"
 #include "reports/table.hpp"
 
 namespace moe::cli {
@@ -17,13 +20,28 @@ struct RenderRequest {
   std::string report;
   std::string format = "table";
   std::string output;
+  std::string pivot;  // a metric laid out as shape x M grids (Markdown only)
+  std::string probe;  // with --pivot: only this probe's cases
+  std::string mode;   // with --pivot: only the cases of this mode
 };
 
 int render(const RenderRequest& r) {
   require_format("--format", r.format, {"table", "markdown", "html", "gbench", "json"});
+  if (!r.pivot.empty() && r.format != "markdown")
+    throw UsageError("--pivot " + r.pivot + ": only with --format markdown (given: " + r.format +
+                     ")");
+  if (!r.mode.empty() && r.pivot.empty())
+    throw UsageError("--mode " + r.mode + ": only with --pivot");
+  if (!r.probe.empty() && r.pivot.empty())
+    throw UsageError("--probe " + r.probe + ": only with --pivot");
   const report::Report rep = report::load_report(r.report);
   std::string text;
-  if (r.format == "markdown")
+  if (!r.pivot.empty())
+    text = report::render_markdown_pivot(
+        rep, r.pivot,
+        {r.probe.empty() ? std::nullopt : std::optional<std::string>(r.probe),
+         r.mode.empty() ? std::nullopt : std::optional<std::string>(r.mode)});
+  else if (r.format == "markdown")
     text = report::render_markdown(rep);
   else if (r.format == "html")
     text = report::render_html(rep);
@@ -50,6 +68,12 @@ Command add_render_command(CLI::App& app) {
                   "or json (the report, re-serialised)")
       ->capture_default_str();
   cmd->add_option("-o,--output", r->output, "Write to FILE, not stdout");
+  cmd->add_option("--pivot", r->pivot,
+                  "Markdown: one metric (a case metric such as pct_of_read_ceiling, or gpu for "
+                  "the median GPU time) as a table per probe, a row per case, shape, format "
+                  "and mode, a column per M");
+  cmd->add_option("--probe", r->probe, "With --pivot: only this probe's cases");
+  cmd->add_option("--mode", r->mode, "With --pivot: only the cases of this mode (eager, graph)");
   return {cmd, [r] { return render(*r); }};
 }
 

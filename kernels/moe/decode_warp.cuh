@@ -25,13 +25,12 @@ struct DecodeTraits<WeightFormat::int4> {
 
 // Piece shapes: rows of a unit (kRows), 16-byte loads per lane per row (kVecs) and pieces in
 // flight per warp (kDepth), bounded by 128 registers a thread (two blocks of 8 warps per SM).
-// Measured on an H200 (deepseek-v2-lite M=1, v4b in docs/kernel-notes.md): 4 vectors x 2 deep
-// beat 2 x 3 for bf16 (gate_up 49 vs 55 us), 2 x 3 beat 1 x 4 for int4 (111 vs 122 us):
-// per-piece overhead matters more than one piece in flight. A unit is 2 rows (gate_up: a gate
-// row and its up row), except down at one token a pass: 4 output rows with half the vectors a
-// row, so rows of I = 1408 (176 vectors) fill 92% of their segments instead of 69% (v5:
-// down 16.1 -> 15.8 us at deepseek-v2-lite M=1; more rows spill registers once several tokens
-// share a pass).
+// Measured on an H200 (deepseek-v2-lite M=1): 4 vectors x 2 deep beat 2 x 3 for bf16, and
+// 2 x 3 beat 1 x 4 for int4 (gate_up 111 against 122 us then): per-piece overhead matters more
+// than one piece in flight. A unit is 2 rows (gate_up: a gate row and its up row), except down
+// at one token a pass: 4 output rows with half the vectors a row, so rows of I = 1408 (176
+// vectors) fill 92% of their segments instead of 69% (more rows spill registers once several
+// tokens share a pass).
 template <WeightFormat F, bool kGateUp, int kTokens>
 struct PieceShape {
   static constexpr bool kFourRows = !kGateUp && kTokens == 1;

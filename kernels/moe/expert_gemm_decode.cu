@@ -7,8 +7,8 @@
 // and up row I + c, one h column; down: output rows 4j .. 4j + 3). Units are dealt to the
 // warps of a resident grid round-robin (unit u to warp u mod warps), so every warp streams
 // about the same bytes whatever the number of active experts, and a warp needs no barrier
-// with any other: the time of an item is no longer a serial chain per block (v2 in
-// docs/kernel-notes.md measured that chain at 35% of the read ceiling).
+// with any other: the time of an item is not a serial chain per block (an earlier version,
+// a block per (expert, row slice), measured that chain at 35% of the read ceiling).
 //
 // Pipeline: a piece is a unit's rows over one K segment for one chunk of tokens. Each
 // warp keeps kDepth pieces of weights in flight in registers (a ring with compile-time slots):
@@ -25,14 +25,11 @@
 // issue of a piece costs no dependent global load.
 // Activations (x rows, h rows) are read through L1: a token's row is shared by every warp.
 //
-// Measured (H200, graph replay, weights rotated past L2; docs/kernel-notes.md): deepseek-v2-lite
-// bf16 M=1 gate_up 25.9 us (floor 19.9 at 4.64 TB/s), down 15.3 us (floor 9.9), each alone;
-// the layer at 62% of the read ceiling in the kernel bench (56% at engine level) where v2
-// reached 38%. Code that runs right after a dependency wait is fetched cold, so it is kept to
-// one copy (session 15, engine, us a step): at one token the table needs the active list
-// alone (bf16 M=1 95.1 -> 93.2, int4 M=1 315.9 -> 307.8, qwen3-30b-a3b 145.3 -> 140.5), and
-// gate_up's two phases share one pipeline (int4 M=1 301.5 -> 290.4, M=2 589.7 -> 573.8,
-// qwen3-30b-a3b bf16 M=4 447.5 -> 437.0; bf16 M=2 169.4 -> 171.0, slower).
+// Code that runs right after a dependency wait is fetched cold, under a memory system loaded by
+// the other warps' streams, so it is kept to one copy: at one token the table needs the active
+// list alone, and gate_up's shared and routed phases run through one call site of
+// stream_units. Current figures per stage: docs/design/kernels.md (deepseek-v2-lite bf16 M=1,
+// H200: 46.2 us a layer in the engine, 1.47x its floor).
 #include <algorithm>
 #include <string>
 #include <type_traits>

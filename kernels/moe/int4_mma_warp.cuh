@@ -20,7 +20,7 @@ namespace moe::kernels::decode {
 // and one bf16x2 subtraction per two codes), then scales the group's sums. The SIMT warp
 // spends about 5 instructions a code, this one about 1.5; int4_decode_on_tensor_cores()
 // picks it (from M=2: deepseek-v2-lite int4 M=4 886 us an 8-layer step, against 1812 on the
-// tensor-core tiles; session 10).
+// tensor-core tiles, H200).
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], std::uint32_t a0, std::uint32_t a2, std::uint32_t b0,
                                                std::uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -32,7 +32,7 @@ struct MoeDims {
   int total_experts() const { return experts + shared; }
 };
 
-// Per-expert device pointer tables: the resident state of the fast path (brief 2.1). The
+// Per-expert device pointer tables: the resident state of the fast path (docs/bugs.md, bug 1). The
 // engine's ResidentSlot owns the device arrays; kernels only read them. Each array has
 // total_experts() entries. For bf16 the *_scales entries are null.
 struct ExpertTable {

@@ -18,27 +18,20 @@
 // to 8 rows a block at H <= 2048) or asked of L2 while the previous layer's combine still
 // runs, and it lets gate_up start once its logits are done.
 //
-// Measured on an H200 (docs/kernel-notes.md): at deepseek-v2-lite bf16 M=1 (per-warp
-// timestamps) the one-kernel route spent 7.5 us in its last block, 4 us of it in warp-per-token
-// selection rounds reading the logits from L2, which select_top_k's ranks replace at decode
-// sizes; at 8 tokens of E = 128 a tile the ranks cost qwen3-30b-a3b's route 11-15 us more, and
-// the rounds (from shared memory) run there instead (route stage at M=16: 27.1 -> 19.3 us).
+// Why this shape (docs/design/kernels.md has the figures): at decode sizes the route is a
+// serial chain on the layer's critical path. Ranking by counted ranks (select_top_k: a thread a
+// logit) replaces a warp per token picking k times; beyond a thread's one logit (8 tokens of
+// E = 128 a tile) the rounds, from shared memory, are cheaper and run instead (rank_tile).
 //
 // The ranking block's code after the logits runs once a layer on one SM, so its instructions
-// are fetched cold while gate_up's shared experts load the memory system: in a per-warp trace
-// (deepseek-v2-lite bf16 M=1) the top-k and weights took 5-6 us the first time and 1.7 us when
-// run again at once. So that code is kept small: loops over a lane's logits or a thread's
-// experts are not unrolled, and no register array is indexed by them (session 12, medians
-// of 3 rounds: bf16 M=1 101.5 -> 97.8 us a 2-layer step; qwen3-30b-a3b 159.7 -> 153.5).
-// The logits' warp sums likewise: several experts' partial sums over a warp in one transposed
-// reduction (detail::warp_sums_transposed, same bits as warp_sum), not a butterfly each
-// (session 13: bf16 M=1 98.5 -> 96.6; qwen3-30b-a3b 154.1 -> 147.8).
-// At one token the grouping is a phase of its own beside the weighing, with no barrier
-// (group_one_token; session 14: bf16 M=1 95.6 -> 94.9, qwen3-30b-a3b 147.3 -> 145.1,
-// glm-4.5-air 96.7 -> 95.0, but int4 M=1 316.0 -> 318.0 us a step). And one token has a
-// kernel of its own (route_cluster_kernel<true>: 36 KB of SASS where the general one has 88),
-// so the ranking block fetches only that path's code (session 15: bf16 M=1 93.2 -> 91.4,
-// int4 M=1 307.8 -> 301.0, qwen3-30b-a3b 140.5 -> 131.8, glm-4.5-air 94.5 -> 91.8).
+// are fetched cold while gate_up's shared experts load the memory system (a per-warp trace put
+// the first run of the top-k and weights at several times a second run). So that code is kept
+// small: loops over a lane's logits or a thread's experts are not unrolled, no register array is
+// indexed by them, the logits' warp sums for several experts run as one transposed reduction
+// (detail::warp_sums_transposed, the same bits as warp_sum), one token groups in one phase
+// beside the weighing (group_one_token), and one token has a kernel of its own
+// (route_cluster_kernel<true>: 36 KB of SASS where the general one has 88), so the ranking
+// block fetches only that path's code.
 #include <cooperative_groups.h>
 
 #include <cmath>
@@ -323,10 +316,8 @@ __device__ void group_pairs(const RouteParams& p) {
 // writes group_pairs' outputs (the same values) in three phases with two barriers: each thread
 // counts a contiguous run of experts, a block-wide scan places them, and each pair finds its
 // position from its expert's offset and word. group_pairs' warp-0 scan walks the experts 32 at
-// a time behind four barriers: 1.7 us a layer at deepseek-v2-lite bf16 M=1 (the route with the
-// grouping skipped, timing only; 2.3 us at qwen3-30b-a3b). Measured on an H200 (engine, cold
-// L2, us a step): deepseek-v2-lite bf16 M=1 102.2 -> 101.6, int4 M=1 330.3 -> 326.5,
-// qwen3-30b-a3b bf16 M=1 163.3 -> 159.6, M=2 267.3 -> 263.1; nothing slower.
+// a time behind four barriers, which cost 1.7 us a layer at deepseek-v2-lite bf16 M=1 (H200,
+// the route with the grouping skipped, timing only).
 
 __device__ void init_decode_membership(const RouteParams& p, std::uint32_t* membership) {
   const std::uint32_t all_tokens = p.m >= 32 ? 0xFFFFFFFFu : (1u << p.m) - 1u;
@@ -400,9 +391,8 @@ __device__ void group_decode_pairs(const RouteParams& p, const int* ids, const s
 // group_decode_pairs in one phase with no barrier, while warp 0 weighs the selections: every
 // routed expert has at most one pair, so an expert's offset, its place among the active ones
 // and its tile are all the number of selected ids below it (shared experts follow every
-// routed one). group_decode_pairs' three phases and two barriers took 2.0 us of the ranking
-// block's 6.7 after the logits (deepseek-v2-lite bf16 M=1, per-warp trace, session 14); this
-// phase saved 0.3 us a layer there, as its own code runs cold too.
+// routed one). It replaces group_decode_pairs' three phases and two barriers, which took
+// 2.0 us of the ranking block's chain in a per-warp trace (deepseek-v2-lite bf16 M=1).
 __device__ void group_one_token(const RouteParams& p, const int* selected) {
   const int E = p.experts, Et = p.experts + p.shared, k = p.top_k, active = k + p.shared;
   for (int e = threadIdx.x; e < Et; e += blockDim.x) {

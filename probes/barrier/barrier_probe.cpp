@@ -1,8 +1,8 @@
-// Probe `barrier` (brief 2.2, a "synchronize" that was a no-op): the same decode step timed by
-// two loops. The historic loop used the engine's deferred synchronize as its barrier, so reps
-// piled up in the launch queue until the launch itself blocked and host enqueue time converged
-// on GPU time. moebench's own loop drains between samples, so host time stays far below GPU
-// time. PASS: moebench's loop is clean and the historic loop shows the artifact.
+// Probe `barrier` (bug 2 of docs/bugs.md, a "synchronize" that was a no-op): the same decode step
+// timed by two loops. The historic loop used the engine's deferred synchronize as its barrier, so
+// reps piled up in the launch queue until the launch itself blocked and host enqueue time converged
+// on GPU time. moebench's own loop drains between samples, so host time stays far below GPU time.
+// PASS: moebench's loop is clean and the historic loop shows the artifact.
 #include <chrono>
 
 #include "common/cuda_event.hpp"

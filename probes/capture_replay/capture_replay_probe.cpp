@@ -1,5 +1,5 @@
 // Probe `capture-replay`: CUDA graph capture and replay of a decode step, with the hazards of
-// brief 2.3 checked by name, and the host time a replay saves over eager enqueueing.
+// bug 3 of docs/bugs.md checked by name, and the host time a replay saves over eager enqueueing.
 #include <chrono>
 
 #include "common/cuda_check.hpp"

@@ -1,6 +1,6 @@
 // Probe `copy`: the memory ceilings every other figure is set against. Three cases over the
 // same buffers: the read ceiling (bytes read), cudaMemcpyAsync device to device and an SM copy
-// kernel (bytes read plus written). Brief section 5: on an H200 reading alone runs ~7% faster
+// kernel (bytes read plus written). On an H200 reading alone runs ~7% faster
 // than a copy, so the copy figures are reported beside the read ceiling, never instead of it.
 #include <future>
 

@@ -7,7 +7,7 @@ namespace moe {
 
 // The device's read ceiling in this run: a read-only streaming kernel (16-byte loads, every SM)
 // over a buffer many times the L2, checked against its CPU reference before it is trusted.
-// Every bandwidth figure is given as a percentage of it (brief section 5).
+// Every bandwidth figure is given as a percentage of it (docs/design/measurement.md).
 struct ReadCeiling {
   double gbps = 0;
   std::size_t bytes = 0;

@@ -1,9 +1,9 @@
-// Probe `drop-after-inflight` (brief 2.2): a forward is enqueued behind other work, so it is
-// still pending, and its owner (a layer; separately, an engine) is destroyed at once with no
-// readback. The next request then builds the same shape with another seed on another stream:
-// the caching allocator hands it the freed blocks and it writes its weights there. If the
-// destructor did not wait, the pending forward reads the new weights and its output, which the
-// probe checks, is wrong. Afterwards the device must still be usable.
+// Probe `drop-after-inflight` (docs/bugs.md, bug 2): a forward is enqueued behind other work, so it
+// is still pending, and its owner (a layer; separately, an engine) is destroyed at once with no
+// readback. The next request then builds the same shape with another seed on another stream: the
+// caching allocator hands it the freed blocks and it writes its weights there. If the destructor
+// did not wait, the pending forward reads the new weights and its output, which the probe checks,
+// is wrong. Afterwards the device must still be usable.
 #include "common/cuda_check.hpp"
 #include "engine/engine.hpp"
 #include "kernels/interference/interference_kernels.hpp"

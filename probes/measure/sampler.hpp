@@ -45,7 +45,7 @@ struct MeasureOverrides {
   std::function<void(const std::vector<KernelRecord>&)> kernel_records;
 };
 
-// The timing loop of brief section 5, shared by every probe. One per run: it owns the L2
+// The timing loop (docs/design/measurement.md) every probe shares. One per run: it owns the L2
 // flush buffer, the CUPTI recorder and the clock reader.
 class Sampler {
  public:
@@ -66,7 +66,7 @@ class Sampler {
 
  private:
   struct Sample;
-  // One sample of brief section 5, the same in the main loop and the host pass; `range` names
+  // One sample (docs/design/measurement.md), alike in the main loop and host pass; `range` names
   // its NVTX range after `label`. `kernels`: take the CUPTI records of its window.
   // `records`: keep each kernel's name and interval too.
   void take_sample(Stream& stream, const std::string& label, const char* range,

@@ -1,9 +1,9 @@
-// Probe `scratch-regrow` (brief 2.2): one layer cycled through growing and shrinking M with no
-// drain between calls, each output read back one call behind and checked. A GPU sleep before
-// each call keeps the previous call pending when the next one regrows the scratch pool; the
-// probe then acts as a concurrent request that receives the freed block (same size class, so
-// the caching allocator hands it out at once) and writes it from another stream while the
-// pending call runs. A pool that frees without draining gets its in-flight call corrupted.
+// Probe `scratch-regrow` (docs/bugs.md, bug 2): one layer cycled through growing and shrinking M
+// with no drain between calls, each output read back one call behind and checked. A GPU sleep
+// before each call keeps the previous call pending when the next one regrows the scratch pool; the
+// probe then acts as a concurrent request that receives the freed block (same size class, so the
+// caching allocator hands it out at once) and writes it from another stream while the pending call
+// runs. A pool that frees without draining gets its in-flight call corrupted.
 #include "common/cuda_check.hpp"
 #include "common/cuda_event.hpp"
 #include "engine/engine.hpp"

@@ -1,9 +1,9 @@
-// Probe `two-engine` (brief 2.1, stale resident pointers after engine teardown): builds, runs
-// and destroys N engines in sequence in one process, each with its own seed, and forces the
-// address reuse the bug needs: every engine's weights objects are constructed in the same host
-// storage, and the run's caching allocator hands the new device buffers the freed addresses.
-// PASS only when reuse happened, the resident fast path ran and every output matched its own
-// seed's reference; INCONCLUSIVE when reuse or the fast path did not happen; FAIL otherwise.
+// Probe `two-engine` (bug 1 of docs/bugs.md, stale resident pointers after engine teardown):
+// builds, runs and destroys N engines in sequence in one process, each with its own seed, and
+// forces the address reuse the bug needs: every engine's weights objects are constructed in the
+// same host storage, and the run's caching allocator hands the new device buffers the freed
+// addresses. PASS only when reuse happened, the resident fast path ran and every output matched its
+// own seed's reference; INCONCLUSIVE when reuse or the fast path did not happen; FAIL otherwise.
 #include <cstdio>
 
 #include "engine/engine.hpp"

@@ -5,10 +5,12 @@
 #include <regex>
 
 #include "support/cli_runner.hpp"
+#include "common/errors.hpp"
 #include "reports/compare.hpp"
 #include "reports/comparison_table.hpp"
 #include "reports/html_page.hpp"
 #include "reports/markdown.hpp"
+#include "reports/pivot_table.hpp"
 #include "reports/svg_plot.hpp"
 
 using namespace moe::report;
@@ -104,6 +106,73 @@ TEST_CASE("Markdown of a report and of a comparison") {
   const std::string warn = render_markdown(compare_reports(base, other, {}));
   CHECK(warn.find("> [!WARNING]") != std::string::npos);
   CHECK(warn.find("NVIDIA A100-SXM4-80GB") != std::string::npos);
+}
+
+TEST_CASE("Markdown pivot: one metric as a grid of shape and format against M") {
+  const Report r = load_report(report("h200-base.json"));
+  const std::string md = render_markdown_pivot(r, "pct_of_read_ceiling", {std::nullopt, "graph"});
+  CHECK(md.find("NVIDIA H200") != std::string::npos);
+  CHECK(md.find(". 24 cases: 24 PASS.") != std::string::npos);
+  CHECK(md.find("`bandwidth`: pct_of_read_ceiling (%), mode graph") != std::string::npos);
+  // The copy cases ran in their own modes, so the mode filter leaves them out.
+  CHECK(md.find("`copy`") == std::string::npos);
+  CHECK(md.find("| shape | format | M=1 | M=2 | M=4 | M=8 | M=16 | M=32 |") != std::string::npos);
+  // deepseek-v2-lite bf16 M=1 and M=2 are 72.79% and 77.36% of the read ceiling in that report.
+  CHECK(md.find("| deepseek-v2-lite | bf16 | 72.8 | 77.4 |") != std::string::npos);
+  CHECK(count(md, "\n| deepseek-v2-lite |") == 2);  // one row per format
+
+  // Without a filter every probe has its grid; the copy cases (no shape, format or M) get a
+  // case column and one value column.
+  const std::string all = render_markdown_pivot(r, "gbps");
+  CHECK(all.find("`copy`: gbps (GB/s)") != std::string::npos);
+  CHECK(all.find("| case | gbps |") != std::string::npos);
+  CHECK(all.find("| read | 4547 |") != std::string::npos);
+  CHECK(all.find("`bandwidth`: gbps (GB/s)") != std::string::npos);
+  CHECK(all.find("| shape | format | M=1 |") != std::string::npos);  // one mode: no column
+  // Cases of one probe in two modes: the mode becomes a column.
+  Report both = r;
+  for (const CaseResult& c : r.cases)
+    if (c.probe == "bandwidth") {
+      CaseResult eager = c;
+      eager.name = "step";
+      eager.mode = "eager";
+      both.cases.push_back(eager);
+    }
+  const std::string modes = render_markdown_pivot(both, "gpu", {"bandwidth", std::nullopt});
+  CHECK(modes.find("| case | shape | format | mode | M=1 |") != std::string::npos);
+  CHECK(modes.find("| step | deepseek-v2-lite | bf16 | eager |") != std::string::npos);
+  const std::string copy = render_markdown_pivot(r, "gbps", {"copy", std::nullopt});
+  CHECK(copy.find(". 3 cases: 3 PASS.") != std::string::npos);
+  CHECK(copy.find("`bandwidth`") == std::string::npos);
+
+  // A metric no case carries names those the report has.
+  try {
+    render_markdown_pivot(r, "no_such_metric");
+    FAIL("expected a usage error");
+  } catch (const moe::UsageError& e) {
+    CHECK(std::string(e.what()).find("pct_of_read_ceiling") != std::string::npos);
+  }
+}
+
+TEST_CASE("moebench render --pivot: Markdown only, --mode only with it") {
+  const auto md = moebench("render", report("h200-base.json"), "--format", "markdown",
+                           "--pivot", "gpu", "--mode", "graph");
+  CHECK(md.exit_code == 0);
+  CHECK(md.out.find("`bandwidth`: gpu (us), mode graph") != std::string::npos);
+  const auto table = moebench("render", report("h200-base.json"), "--pivot", "gpu");
+  CHECK(table.exit_code == 2);
+  CHECK(table.err.find("only with --format markdown") != std::string::npos);
+  const auto mode = moebench("render", report("h200-base.json"), "--format", "markdown",
+                             "--mode", "graph");
+  CHECK(mode.exit_code == 2);
+  CHECK(mode.err.find("only with --pivot") != std::string::npos);
+  const auto probe = moebench("render", report("h200-base.json"), "--format", "markdown",
+                              "--probe", "copy");
+  CHECK(probe.exit_code == 2);
+  const auto bad = moebench("render", report("h200-base.json"), "--format", "markdown",
+                            "--pivot", "nope");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("this report's metrics") != std::string::npos);
 }
 
 TEST_CASE("terminal table of a comparison lists the regression first") {

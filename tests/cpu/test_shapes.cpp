@@ -40,7 +40,7 @@ std::string hf_error_of(const json& j) {
 
 }  // namespace
 
-TEST_CASE("the shape library holds the brief's shapes with the configs' numbers") {
+TEST_CASE("the shape library holds the model shapes with the configs' numbers") {
   const auto lib = moe::load_shape_library(kShapes);
   auto get = [&](const std::string& n) { return moe::resolve_shape(n, lib); };
   const Shape ds = get("deepseek-v2-lite");

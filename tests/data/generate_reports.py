@@ -2,7 +2,7 @@
 """Writes the synthetic moebench reports under tests/data/reports/ that the compare, render and
 repro tests read. Deterministic (seeded), so rerunning it reproduces the committed files.
 
-The figures are modelled on an H200 (brief section 7): a read ceiling of about 4550 GB/s, MoE
+The figures are modelled on those measured on an H200: a read ceiling of about 4550 GB/s, MoE
 layers at a fixed cost plus their deduplicated weight bytes at ~85% of the ceiling, and run-to-run
 noise of about 0.3% with an occasional slow outlier, as nvbench-style stopping leaves it.
 
