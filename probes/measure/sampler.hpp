@@ -39,6 +39,9 @@ struct MeasureOptions {
 struct MeasureOverrides {
   std::optional<StoppingRule> stopping;
   std::optional<bool> block_during_enqueue;
+  // The historic loop of probe barrier: this same loop with only its barrier replaced by the
+  // engine's deferred synchronize (flush, CUPTI windows and clock reads unchanged).
+  bool noop_barrier = false;
 };
 
 // The timing loop of brief section 5, shared by every probe. One per run: it owns the L2
@@ -56,7 +59,7 @@ class Sampler {
 
   // The barrier between samples: always the real drain, except under the mutation that
   // restores the historic no-op barrier (probe `barrier` proves it matters).
-  void barrier(Stream& stream);
+  void barrier(Stream& stream, bool noop = false);
 
   const MeasureOptions& options() const { return options_; }
 
@@ -65,10 +68,11 @@ class Sampler {
   // One sample of brief section 5, the same in the main loop and the host pass; `range` names
   // its NVTX range after `label`. `kernels`: take the CUPTI records of its window.
   void take_sample(Stream& stream, const std::string& label, const char* range,
-                   const std::function<void()>& enqueue, bool block, bool kernels, Sample& s);
+                   const std::function<void()>& enqueue, bool block, bool kernels, bool noop,
+                   Sample& s);
   // Host enqueue times of `samples` more samples with CUPTI not recording.
   std::vector<double> host_pass(Stream& stream, const std::string& label,
-                                const std::function<void()>& enqueue, bool block,
+                                const std::function<void()>& enqueue, bool block, bool noop,
                                 std::size_t samples);
 
   MeasureOptions options_;
