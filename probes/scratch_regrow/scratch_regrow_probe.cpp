@@ -75,7 +75,10 @@ void run_scratch_regrow_probe(ProbeState& state) {
           ++regrows;
           // Another request allocates what the pool just gave back and writes it at once.
           DeviceBuffer taken = state.allocator().allocate(capacity);
-          const bool same_block = taken.data() == old_block;
+          // The freed block went to the other request, or (a new size in the same class) back
+          // to the pool itself, whose new call then writes it under the pending one: either
+          // way the next user of the block writes it while the previous call may read it.
+          const bool same_block = taken.data() == old_block || layer.scratch().data() == old_block;
           kernels::scribble(taken.data(), taken.bytes(), 0u, kScribbleNs, other.handle());
           other_requests.push_back(std::move(taken));
           pending_at_regrow += previous_pending;
@@ -85,12 +88,14 @@ void run_scratch_regrow_probe(ProbeState& state) {
                                 {"previous_call_pending", previous_pending},
                                 {"freed_block", hex(old_block)},
                                 {"other_request_received", hex(other_requests.back().data())},
+                                {"pool_received", hex(layer.scratch().data())},
                                 {"same_block", same_block}});
           if (unforced.empty() && (!previous_pending || !same_block))
             unforced = "regrow at call " + std::to_string(i) + " (M=" + std::to_string(call.m) +
                        "): " + (!previous_pending ? "the previous call had already finished" :
-                       "the other request received " + hex(other_requests.back().data()) +
-                       ", not the freed block " + hex(old_block));
+                       "neither the other request (" + hex(other_requests.back().data()) +
+                       ") nor the pool (" + hex(layer.scratch().data()) +
+                       ") received the freed block " + hex(old_block));
         }
         calls.push_back(std::move(call));
       }

@@ -273,3 +273,15 @@ TEST_CASE("clean rows: every case PASS with its evidence shown, in every rep") {
   bare.verdict = Verdict::pass;
   CHECK_FALSE(moe::report::judge_clean_row({bare}, 1).ok);
 }
+
+TEST_CASE("the older conclude_from_checks keeps the reason already set as the pass reason") {
+  CaseResult c = fabricated("copy", "read", {{"read_xor_matches_cpu", true, ""}});
+  c.reason = "read ceiling measured";
+  c.conclude_from_checks();  // no evidence declared: the checks alone decide
+  CHECK(c.verdict == Verdict::pass);
+  CHECK(c.reason == "read ceiling measured");
+  c.checks.push_back({"late", false, "broke"});
+  c.conclude_from_checks();
+  CHECK(c.verdict == Verdict::fail);
+  CHECK(contains(c.reason, "late"));
+}
