@@ -9,6 +9,7 @@
 #include "engine/fault_injection.hpp"
 #include "kernels/bandwidth/bandwidth_kernels.hpp"
 #include "probes/copy/read_ceiling.hpp"
+#include "probes/evidence.hpp"
 
 namespace moe {
 
@@ -113,7 +114,7 @@ void run_copy_probe(ProbeState& state) {
     c.checks.push_back(rc.check);
     c.parameters = {{"bytes", bytes}};
     prove_streams_defeat_l2(state, c, bytes, c.measurements.at("main"));
-    c.conclude("read ceiling measured");
+    c.conclude("read ceiling measured" + sampling_flags(c.measurements.at("main")));
     state.add_case(std::move(c));
   }
 
@@ -160,7 +161,7 @@ void run_copy_probe(ProbeState& state) {
     c.metrics["pct_of_read_ceiling"] = metric(100.0 * g / rc.gbps, "%");
     c.parameters = {{"bytes", bytes}};
     prove_streams_defeat_l2(state, c, bytes, c.measurements.at("main"));
-    c.conclude("bytes read + written over median GPU time");
+    c.conclude("bytes read + written over median GPU time" + sampling_flags(c.measurements.at("main")));
     state.add_case(std::move(c));
   }
 }
