@@ -109,9 +109,8 @@ void run_capture_replay_probe(ProbeState& state) {
         const int big = std::min(65536, 4 * m + 8);
         e.set_input(big, seed(1));
         const std::size_t capacity_before = e.layer(0).scratch().capacity();
-        c.prove("growth_was_needed",
-                e.layer(0).scratch().would_grow(kernels::forward_scratch_bytes(
-                    e.layer(0).config().dims, big)),
+        // Warmed up, so the layer's only reason to refuse a capture is a scratch that must grow.
+        c.prove("growth_was_needed", e.layer(0).capture_blocker(big).has_value(),
                 "M=" + std::to_string(big) + " fits the scratch already: the capture could not grow it");
         std::string growth;
         bool refused_by_pool = false;
