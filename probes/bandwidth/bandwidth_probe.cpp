@@ -13,6 +13,7 @@
 #include "engine/engine.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/evidence.hpp"
+#include "probes/evidence_rules.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
@@ -21,7 +22,6 @@ namespace moe {
 namespace {
 
 const std::vector<int> kDefaultMs{1, 2, 4, 8, 16, 64};
-constexpr double kMinWorkingSetOverL2 = 4.0;  // the engine's plan aims for this (engine.cpp)
 
 // Bytes one decode step must move: each distinct expert once per layer (dedup, from the GPU's
 // own routing, so the same tie-break), or once per (token, slot) (no dedup); plus the router,
@@ -89,7 +89,6 @@ void run_bandwidth_probe(ProbeState& state) {
           // keys, so `compare` never pairs one with the other.
           report::CaseResult c =
               moe_case(state, asked_cold ? "step" : "step-l2-hot", shape, format, m, mode);
-          c.require({"outputs_checked", "l2_defeated"});
           c.parameters["l2"] = asked_cold ? "cold" : "hot";
           c.checks = checks;
           c.parameters["layers"] = plan.layers;
@@ -145,13 +144,10 @@ void run_bandwidth_probe(ProbeState& state) {
           // weights alone are 4x the L2 (counted from the flushes the sampler did, not the
           // option asked for).
           const std::size_t flushed = meas.l2_flushes.value_or(0);
-          const bool every_sample_flushed = meas.samples() > 0 && flushed == meas.samples();
-          const bool defeated = every_sample_flushed || over_l2 >= kMinWorkingSetOverL2;
-          const std::string l2_detail =
-              std::to_string(flushed) + " of " + std::to_string(meas.samples()) +
-              " samples followed an L2 flush; the step's distinct weights are " +
-              std::to_string(over_l2) + "x the L2 (" + std::to_string(plan.layers) + " layers" +
-              (plan.reduced ? ", reduced for memory" : "") + "; 4x defeats it without a flush)";
+          const L2Defeat l2 = l2_defeat(flushed, meas.samples(), over_l2);
+          const bool defeated = l2.defeated, every_sample_flushed = l2.every_sample_flushed;
+          const std::string l2_detail = l2.detail + "; " + std::to_string(plan.layers) +
+                                        " layers" + (plan.reduced ? ", reduced for memory" : "");
           c.evidence["l2_flushes"] = flushed;
           c.evidence["samples"] = meas.samples();
           if (asked_cold)

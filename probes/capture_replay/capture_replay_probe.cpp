@@ -78,8 +78,6 @@ void run_capture_replay_probe(ProbeState& state) {
     for (kernels::WeightFormat format : formats_or_default(state)) {
       for (int m : ms_or_default(state, kDefaultMs)) {
         report::CaseResult c = moe_case(state, "cycle", shape, format, m, "graph");
-        c.require({"growth_was_needed", "replay_saw_changed_input", "replays_ran",
-                   "capture_cycles_ran"});
         auto seed = [&](int purpose) { return derive_seed(state.options().seed, 10 + purpose, m); };
         const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
         CaptureLog log;
