@@ -128,7 +128,7 @@ int selftest(const SelftestRequest& req) {
   const report::ReportWriter writer(req.output);
   nlohmann::json rows = nlohmann::json::array();
   std::vector<std::vector<std::string>> table{
-      {"probe", "mutation", "allocator", "caught", "clean pass", "collateral", "errors"}};
+      {"probe", "mutation", "allocator", "caught", "clean pass", "evidence", "collateral", "errors"}};
   bool all_good = true;
 
   for (const Row& row : matrix()) {
@@ -184,9 +184,16 @@ int selftest(const SelftestRequest& req) {
     }
     rows.push_back(r);
     const std::string frac = std::to_string(j.good_reps) + "/" + std::to_string(j.reps);
+    // Clean rows: pieces of required evidence proven over all their cases.
+    int proven = 0, required = 0;
+    for (const auto& [name, e] : j.evidence.items()) {
+      proven += e.at("proven").get<int>();
+      required += e.at("cases").get<int>();
+    }
     table.push_back({row.probe, clean ? "(none)" : mutation, row.allocator, clean ? "-" : frac,
-                     clean ? frac : "-", clean ? "-" : std::to_string(j.collateral.size()),
-                     std::to_string(j.errored)});
+                     clean ? frac : "-",
+                     clean ? std::to_string(proven) + "/" + std::to_string(required) : "-",
+                     clean ? "-" : std::to_string(j.collateral.size()), std::to_string(j.errored)});
     for (const std::string& line : first(j.missed, 3))
       std::fprintf(stderr, "selftest:   missed: %s\n", line.c_str());
     out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good}};
