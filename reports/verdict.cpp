@@ -30,6 +30,16 @@ std::string label(const CaseResult& c) {
   return "rep " + std::to_string(repetition_of(c)) + " case " + base_name(c);
 }
 
+// The cases of repetition `rep`, or null (counted as errored, with the line) when it left none.
+const std::vector<const CaseResult*>* cases_of_rep(
+    const std::map<int, std::vector<const CaseResult*>>& reps_seen, int rep, RowJudgement& j) {
+  const auto it = reps_seen.find(rep);
+  if (it != reps_seen.end()) return &it->second;
+  ++j.errored;
+  j.missed.push_back("rep " + std::to_string(rep) + ": no case (the run ended early)");
+  return nullptr;
+}
+
 // Cases by repetition, in report order.
 std::map<int, std::vector<const CaseResult*>> by_rep(const std::vector<CaseResult>& cases) {
   std::map<int, std::vector<const CaseResult*>> out;
@@ -95,15 +105,11 @@ RowJudgement judge_mutation_row(const std::vector<CaseResult>& cases, const Catc
   j.reps = reps;
   const auto reps_seen = by_rep(cases);
   for (int rep = 0; rep < reps; ++rep) {
-    const auto it = reps_seen.find(rep);
-    if (it == reps_seen.end()) {
-      ++j.errored;
-      j.missed.push_back("rep " + std::to_string(rep) + ": no case (the run ended early)");
-      continue;
-    }
+    const auto* rep_cases = cases_of_rep(reps_seen, rep, j);
+    if (!rep_cases) continue;
     int applicable = 0;
     bool caught = true, errored = false;
-    for (const CaseResult* c : it->second) {
+    for (const CaseResult* c : *rep_cases) {
       const bool applies =
           c->probe == target.probe && base_name(*c).rfind(target.case_prefix, 0) == 0;
       if (c->verdict == Verdict::error) {
@@ -162,14 +168,10 @@ RowJudgement judge_clean_row(const std::vector<CaseResult>& cases, int reps) {
       e["proven"] = e["proven"].get<int>() + (proven(c.evidence, name) ? 1 : 0);
     }
   for (int rep = 0; rep < reps; ++rep) {
-    const auto it = reps_seen.find(rep);
-    if (it == reps_seen.end()) {
-      ++j.errored;
-      j.missed.push_back("rep " + std::to_string(rep) + ": no case (the run ended early)");
-      continue;
-    }
+    const auto* rep_cases = cases_of_rep(reps_seen, rep, j);
+    if (!rep_cases) continue;
     bool clean = true, errored = false;
-    for (const CaseResult* c : it->second) {
+    for (const CaseResult* c : *rep_cases) {
       if (c->verdict == Verdict::error) errored = true;
       if (c->verdict != Verdict::pass) {
         clean = false;

@@ -61,6 +61,17 @@ void run_drop_after_inflight_probe(ProbeState& state) {
         DeviceBuffer x = results.allocate(elements * 2), out = results.allocate(elements * 2);
         const std::uint64_t input_seed = derive_seed(state.options().seed, 41, m);
         DeviceAllocator& memory = state.allocator();
+        // Both cases end alike: the blocks freed between the marks that the next request
+        // received, and the pending result checked over every token.
+        auto finish = [&](report::CaseResult& c, const LayerReference& ref, bool pending,
+                          std::uint64_t before_destroy, std::uint64_t before_next, const char* owner) {
+          const BlockReuse reuse = freed_blocks_received(memory, before_destroy, before_next);
+          conclude(c,
+                   check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
+                                input_seed, nullptr, kAllTokens),
+                   device_usable(state, shape, format, m, "device_usable_after"), pending, reuse,
+                   owner);
+        };
 
         // --- a layer dropped with its forward in flight ---
         {
@@ -92,12 +103,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
             next_stream.drain();
             stream.drain();
           }
-          const BlockReuse reuse = freed_blocks_received(memory, before_destroy, before_next);
-          conclude(c,
-                   check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
-                                input_seed, nullptr, kAllTokens),
-                   device_usable(state, shape, format, m, "device_usable_after"), pending, reuse,
-                   "layer");
+          finish(c, ref, pending, before_destroy, before_next, "layer");
           state.add_case(std::move(c));
         }
 
@@ -131,12 +137,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
             successor.stream().drain();
           }
           MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the dropped engine's stream is gone
-          const BlockReuse reuse = freed_blocks_received(memory, before_destroy, before_next);
-          conclude(c,
-                   check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
-                                input_seed, nullptr, kAllTokens),
-                   device_usable(state, shape, format, m, "device_usable_after"), pending, reuse,
-                   "engine");
+          finish(c, ref, pending, before_destroy, before_next, "engine");
           state.add_case(std::move(c));
         }
       }
