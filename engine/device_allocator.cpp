@@ -39,7 +39,7 @@ std::size_t DeviceAllocator::size_class(std::size_t bytes) {
   return c;
 }
 
-DeviceAllocator::DeviceAllocator(Mode mode) : mode_(mode) {}
+DeviceAllocator::DeviceAllocator(Mode mode, Freed freed) : mode_(mode), freed_(freed) {}
 
 DeviceAllocator::~DeviceAllocator() {
   trim();
@@ -83,6 +83,7 @@ DeviceBuffer DeviceAllocator::allocate(std::size_t bytes) {
   }
   if (!ever_handed_out_.insert(ptr).second) ++stats_.addresses_reused;
   ++stats_.allocations;
+  ledger_.record(BlockLedger::Event::handed_out, ptr, bytes);
   stats_.bytes_in_use += bytes;
   if (stats_.bytes_in_use > stats_.peak_bytes_in_use)
     stats_.peak_bytes_in_use = stats_.bytes_in_use;
@@ -92,6 +93,25 @@ DeviceBuffer DeviceAllocator::allocate(std::size_t bytes) {
 void DeviceAllocator::release(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   stats_.bytes_in_use -= bytes;
+  ledger_.record(BlockLedger::Event::released, ptr, bytes);
+  if (freed_ == Freed::poison) {
+    const std::size_t held = mode_ == Mode::caching ? size_class(bytes) : bytes;
+    // On the legacy stream, waited for here: the poison is in place before anyone can look,
+    // and the wait covers this memset alone (the engine's streams are non-blocking), so no
+    // pending kernel of the owner is waited for that the owner did not wait for itself.
+    cudaError_t status = cudaMemsetAsync(ptr, kPoisonByte, held, nullptr);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(nullptr);
+    if (status != cudaSuccess) {  // called from destructors: report, never throw
+      std::fprintf(stderr, "moebench: poisoning a freed block failed: %s\n",
+                   cudaGetErrorString(status));
+    } else {
+      ledger_.record(BlockLedger::Event::poisoned, ptr, held);
+      ++stats_.blocks_poisoned;
+    }
+    quarantine_.emplace_back(ptr, held);
+    stats_.bytes_quarantined += held;
+    return;
+  }
   if (mode_ == Mode::caching) {
     cache_[size_class(bytes)].push_back(ptr);
     return;
@@ -108,6 +128,26 @@ void DeviceAllocator::trim() {
   release_cache_locked();
 }
 
+std::uint64_t DeviceAllocator::mark() const {
+  std::lock_guard lock(mutex_);
+  return ledger_.mark();
+}
+
+std::vector<BlockLedger::Entry> DeviceAllocator::released_since(std::uint64_t mark) const {
+  std::lock_guard lock(mutex_);
+  return ledger_.since(mark, BlockLedger::Event::released);
+}
+
+std::vector<BlockLedger::Entry> DeviceAllocator::handed_out_since(std::uint64_t mark) const {
+  std::lock_guard lock(mutex_);
+  return ledger_.since(mark, BlockLedger::Event::handed_out);
+}
+
+bool DeviceAllocator::holds_poison(const void* ptr) const {
+  std::lock_guard lock(mutex_);
+  return ledger_.holds_poison(ptr);
+}
+
 void DeviceAllocator::release_cache_locked() {
   for (auto& [cls, blocks] : cache_) {
     for (void* ptr : blocks) {
@@ -118,6 +158,14 @@ void DeviceAllocator::release_cache_locked() {
     }
   }
   cache_.clear();
+  for (auto [ptr, held] : quarantine_) {
+    const cudaError_t status = cudaFree(ptr);
+    if (status != cudaSuccess)
+      std::fprintf(stderr, "moebench: cudaFree failed: %s\n", cudaGetErrorString(status));
+    stats_.bytes_reserved -= held;
+  }
+  quarantine_.clear();
+  stats_.bytes_quarantined = 0;
 }
 
 AllocatorStats DeviceAllocator::stats() const {

@@ -5,6 +5,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/block_ledger.hpp"
+
 namespace moe {
 
 class DeviceAllocator;
@@ -43,16 +45,27 @@ struct AllocatorStats {
   std::size_t allocations = 0;        // buffers handed out
   std::size_t addresses_reused = 0;   // buffers handed an address some earlier buffer had
   std::size_t driver_allocations = 0; // cudaMalloc calls
+  std::size_t blocks_poisoned = 0;    // freed blocks filled with the poison pattern
+  std::size_t bytes_quarantined = 0;  // poisoned blocks held back from reuse
 };
 
 // Device memory for the engine. `caching` keeps freed blocks in size classes and hands them out
 // again last-in first-out, as real engines' allocators do, so address reuse is the normal case.
 // `plain` calls cudaMalloc/cudaFree for every buffer.
+//
+// Either mode can poison what is freed: each released block is filled with kPoisonByte and held
+// back (quarantined) instead of being reused or returned, until trim(). A kernel that reads
+// freed memory through a stale pointer then reads poison (bf16 NaN) deterministically, rather
+// than whatever the next owner happened to write there, which may even be the right values
+// (probe two-engine). The owner must have drained before freeing, as always.
 class DeviceAllocator {
  public:
   enum class Mode { caching, plain };
+  enum class Freed { reuse, poison };
+  // 0xff bytes: bf16 0xffff is a NaN, and an int4 group with a NaN scale is NaN too.
+  static constexpr unsigned char kPoisonByte = 0xff;
 
-  explicit DeviceAllocator(Mode mode = Mode::caching);
+  explicit DeviceAllocator(Mode mode = Mode::caching, Freed freed = Freed::reuse);
   ~DeviceAllocator();  // returns the cache to the driver; live buffers are a caller bug
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
@@ -64,6 +77,15 @@ class DeviceAllocator {
   void trim();
   AllocatorStats stats() const;
   Mode mode() const { return mode_; }
+  Freed freed() const { return freed_; }
+
+  // Block identity (see BlockLedger): take a mark before the event, then read what was freed
+  // and handed out since, by address.
+  std::uint64_t mark() const;
+  std::vector<BlockLedger::Entry> released_since(std::uint64_t mark) const;
+  std::vector<BlockLedger::Entry> handed_out_since(std::uint64_t mark) const;
+  // Whether `ptr` is a freed block that still holds the poison pattern (Freed::poison).
+  bool holds_poison(const void* ptr) const;
 
   // The size class a request of `bytes` is served from (exposed for tests).
   static std::size_t size_class(std::size_t bytes);
@@ -74,8 +96,11 @@ class DeviceAllocator {
   void release_cache_locked();  // trim() with mutex_ held
 
   Mode mode_;
+  Freed freed_;
   mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<void*>> cache_;  // size class -> free blocks, LIFO
+  std::vector<std::pair<void*, std::size_t>> quarantine_;  // poisoned blocks, driver bytes
+  BlockLedger ledger_;
   std::unordered_set<void*> ever_handed_out_;
   AllocatorStats stats_;
 };

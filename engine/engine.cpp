@@ -29,6 +29,8 @@ LayerPlan plan_layers(const EngineConfig& config, const Device& device) {
     p.wanted = static_cast<int>(std::clamp<std::size_t>(
         (target + p.step_bytes_m1 - 1) / p.step_bytes_m1, 1, kMaxLayers));
     if (config.max_layers > 0) p.wanted = std::min(p.wanted, config.max_layers);
+    // The historic cache-measuring benchmark: one layer's weights, replayed every sample.
+    if (mutation_active(Mutation::hot_cache_timing)) p.wanted = 1;
   }
   const auto budget =
       static_cast<std::size_t>(config.memory_fraction * static_cast<double>(device.free_memory()));
@@ -102,8 +104,14 @@ const __nv_bfloat16* Engine::output(int layer) const {
 
 void Engine::forward() {
   if (m_ == 0) throw Error(ExitCode::probe_error, "Engine::forward before set_input");
-  for (int l = 0; l < layers(); ++l)
+  for (int l = 0; l < layers(); ++l) {
     layer(l).forward(x_.as<__nv_bfloat16>(), const_cast<__nv_bfloat16*>(output(l)), m_);
+    // The historic half-stall: a wait after the first half of the layers (one of two).
+    if (mutation_active(Mutation::blocking_one_layer) && layers() > 1 && l + 1 == layers() / 2)
+      stream_.drain();
+  }
+  // The historic capture hazard: a barrier at the end of the step, only while capturing.
+  if (mutation_active(Mutation::sync_inside_capture) && stream_.capturing()) stream_.drain();
 }
 
 std::optional<std::string> Engine::capture_blocker() const {

@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 7> kMutations{{
+constexpr std::array<MutationInfo, 10> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -24,6 +24,13 @@ constexpr std::array<MutationInfo, 7> kMutations{{
     {Mutation::illegal_address, "illegal-address",
      "harness fault: probe copy reads a wild pointer, leaving a sticky CUDA error", "copy",
      false},
+    {Mutation::sync_inside_capture, "sync-inside-capture",
+     "the engine's step drains its stream while a graph is being captured", "capture-replay"},
+    {Mutation::hot_cache_timing, "hot-cache-timing",
+     "the timing loop replays one layer's weights with the L2 flush off: it measures the cache",
+     "bandwidth"},
+    {Mutation::blocking_one_layer, "blocking-one-layer",
+     "forward blocks the host until the first of two layers finishes", "host-nonblocking"},
 }};
 
 std::array<std::atomic<bool>, kMutations.size()> g_active{};

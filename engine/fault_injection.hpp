@@ -16,6 +16,9 @@ enum class Mutation {
   blocking_forward,            // forward drains the stream before returning
   capture_growth,              // ScratchPool grows even while a graph is being captured
   illegal_address,             // probe copy reads through a wild pointer (a sticky CUDA error)
+  sync_inside_capture,         // the engine's step drains its stream while being captured
+  hot_cache_timing,            // the timing loop replays one layer's weights with no L2 flush
+  blocking_one_layer,          // forward blocks the host until the first half of its layers ran
 };
 
 struct MutationInfo {

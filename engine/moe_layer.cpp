@@ -50,6 +50,7 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.options = config_.options;
   kernels::enqueue_moe_forward(args, stream_.handle());
   last_scratch_ = args.scratch;
+  last_experts_ = args.experts;
   ++forwards_;
   if (mutation_active(Mutation::blocking_forward)) stream_.drain();  // the historic stall
 }

@@ -48,6 +48,9 @@ class MoeLayer {
   ScratchPool& scratch() { return scratch_; }
   // The scratch of the last forward (routing decisions are read from it).
   const void* last_scratch() const { return last_scratch_; }
+  // The resident table the last forward handed the kernels (device arrays; null before any):
+  // probes read it back to prove the fast path ran on this layer's own experts.
+  const kernels::ExpertTable& last_expert_table() const { return last_experts_; }
   Stream& stream() { return stream_; }
   std::size_t forwards() const { return forwards_; }
 
@@ -58,6 +61,7 @@ class MoeLayer {
   MoeWeights* weights_ = nullptr;
   ScratchPool scratch_;
   const void* last_scratch_ = nullptr;
+  kernels::ExpertTable last_experts_;
   std::size_t forwards_ = 0;
 };
 

@@ -30,6 +30,9 @@ class ScratchPool {
   // Whether ensure(bytes) would have to grow (capture support asks this).
   bool would_grow(std::size_t bytes) const { return bytes > buffer_.bytes(); }
   std::size_t capacity() const { return buffer_.bytes(); }
+  // The block now in use: probe scratch-regrow proves the block a regrow freed is the one the
+  // next request received by comparing addresses.
+  const void* data() const { return buffer_.data(); }
   std::size_t regrows() const { return regrows_; }
 
  private:

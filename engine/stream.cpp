@@ -22,10 +22,15 @@ void Stream::synchronize() {
   if (policy_ == SyncPolicy::eager) drain();
 }
 
+SyncInsideCaptureError::SyncInsideCaptureError()
+    : Error(ExitCode::probe_error,
+            "drain called inside a graph capture (nothing may synchronise while capturing)") {}
+
 void Stream::drain() {
-  if (capturing())
-    throw Error(ExitCode::probe_error, "drain called inside a graph capture (nothing may "
-                                       "synchronise while capturing)");
+  if (capturing()) {
+    ++refused_in_capture_;
+    throw SyncInsideCaptureError();
+  }
   ++drains_;
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOE_CUDA_CHECK(cudaGetLastError());

@@ -3,7 +3,17 @@
 
 #include <cstddef>
 
+#include "common/errors.hpp"
+
 namespace moe {
+
+// A drain was asked for while the stream was being captured into a graph. Its own type so a
+// probe can tell "something synchronised inside the capture" (a FAIL of the engine) from any
+// other error (probe capture-replay, check no_sync_inside_capture).
+class SyncInsideCaptureError : public Error {
+ public:
+  SyncInsideCaptureError();
+};
 
 // The engine's work queue. Two different operations, on purpose (docs/bugs.md, bug 2):
 //  - synchronize(): the engine's optional, *deferred* barrier. Under the default policy it is a
@@ -25,9 +35,11 @@ class Stream {
   SyncPolicy policy() const { return policy_; }
 
   void synchronize();
-  // Raises moe::Error inside a graph capture: a barrier there would break the capture.
+  // Raises SyncInsideCaptureError inside a graph capture (counted, then refused): a barrier
+  // there would break the capture.
   void drain();
   std::size_t drains() const { return drains_; }
+  std::size_t drains_refused_in_capture() const { return refused_in_capture_; }
   // True while a graph capture is recording this stream: a drain there would break the capture.
   bool capturing() const;
 
@@ -35,6 +47,7 @@ class Stream {
   cudaStream_t stream_ = nullptr;
   SyncPolicy policy_;
   std::size_t drains_ = 0;
+  std::size_t refused_in_capture_ = 0;
 };
 
 }  // namespace moe

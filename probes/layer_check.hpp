@@ -53,6 +53,12 @@ LayerCheck check_output(const LayerReference& layer, const std::vector<std::uint
                         std::uint64_t input_seed, const std::vector<int>* gpu_ids,
                         int max_tokens = 8);
 
+// How many tokens of an M-token output the CPU reference checks in about a fifth of a second
+// (it runs in doubles, ~1e9 multiply-adds a second): every token of the test shapes the bug
+// probes use, at least `floor` of a model shape. Beyond that, a bit-exact comparison with an
+// output already checked covers the rest.
+int affordable_tokens(const kernels::MoeDims& dims, int m, int floor = 4);
+
 // Bit-exact comparison of two device outputs of m x H bf16 (graph replay against eager, two
 // runs of one input). Returns the number of differing elements.
 std::size_t count_differences(const __nv_bfloat16* a, const std::vector<std::uint16_t>& b_host,

@@ -28,8 +28,9 @@ class ProbeState {
   DeviceAllocator& allocator() { return allocator_; }
   measure::Sampler& sampler() { return sampler_; }
 
-  // A result pre-filled with this probe's name, the seed and any active mutation; with
-  // --repeat, the case name carries the repetition ("cycle#3") so keys stay unique.
+  // A result pre-filled with this probe's name, the seed, any active mutation and the evidence
+  // the probe must prove (probes/evidence_rules.cpp); with --repeat, the case name carries the
+  // repetition ("cycle#3") so keys stay unique.
   report::CaseResult new_case(std::string name) const;
   // Hands a finished case to the report (which is rewritten on disk at once).
   void add_case(report::CaseResult result) { sink_(std::move(result)); }

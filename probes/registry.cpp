@@ -31,19 +31,19 @@ constexpr std::array kProbes{
               "input changes, repeated cycles, eager after replay, teardown; host time saved",
               &run_capture_replay_probe, true},
     ProbeInfo{"two-engine",
-              "N engines built, run and destroyed in sequence with forced address reuse: "
-              "stale resident pointers give wrong tokens (docs/bugs.md, bug 1)",
+              "N engines built, run and destroyed in sequence, weights at the same addresses, "
+              "freed experts poisoned: a stale resident table reads poison (docs/bugs.md, bug 1)",
               &run_two_engine_probe, true},
     ProbeInfo{"drop-after-inflight",
               "a layer and an engine destroyed with a forward in flight, the next request "
               "writing the freed memory: the pending result must stay right",
               &run_drop_after_inflight_probe, true},
     ProbeInfo{"scratch-regrow",
-              "one layer over growing and shrinking M, no drain between calls, outputs checked "
-              "one call behind while another request writes freed blocks",
+              "one layer over growing and shrinking M, no drain between calls, each regrow under "
+              "a pending call while another request writes the freed block; every token checked",
               &run_scratch_regrow_probe, true},
     ProbeInfo{"host-nonblocking",
-              "forward returns to the host in well under the GPU time of a >500 us step",
+              "forward returns to the host before 0.3 of the GPU time of a two-layer >500 us step",
               &run_host_nonblocking_probe, true},
     ProbeInfo{"barrier",
               "moebench's timing loop against one with a no-op barrier: the queue-saturation "

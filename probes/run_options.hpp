@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device_allocator.hpp"
 #include "engine/engine_options.hpp"
 #include "engine/fault_injection.hpp"
 #include "engine/shape.hpp"
@@ -20,6 +21,9 @@ struct RunOptions {
   std::vector<kernels::WeightFormat> formats; // default: bf16 and int4
   std::vector<std::string> modes;             // eager, graph; default both
   measure::MeasureOptions measure;
+  // The run's device allocator (--allocator): caching (LIFO reuse, the normal case of real
+  // engines) or plain cudaMalloc/cudaFree, under which reuse is up to the driver.
+  DeviceAllocator::Mode allocator = DeviceAllocator::Mode::caching;
   int device = 0;
   std::uint64_t seed = 1;
   EngineOptions engine;                       // switches: environment, then --switch

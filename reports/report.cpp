@@ -1,5 +1,6 @@
 #include "reports/report.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
 #include "reports/metadata.hpp"
+#include "reports/verdict.hpp"
 
 namespace moe::report {
 
@@ -75,15 +77,23 @@ std::string CaseResult::key() const {
   return k.str();
 }
 
-void CaseResult::conclude_from_checks() {
-  if (verdict == Verdict::error) return;
-  for (const Check& c : checks) {
-    if (!c.passed) {
-      verdict = Verdict::fail;
-      if (reason.empty()) reason = "check '" + c.name + "' failed: " + c.detail;
-      return;
-    }
-  }
+void CaseResult::require(std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (std::find(required_evidence.begin(), required_evidence.end(), n) == required_evidence.end())
+      required_evidence.emplace_back(n);
+}
+
+void CaseResult::prove(const std::string& name, bool proven, const std::string& why_not) {
+  if (std::find(required_evidence.begin(), required_evidence.end(), name) == required_evidence.end())
+    required_evidence.push_back(name);
+  evidence[name] = proven;
+  if (!proven && !why_not.empty()) evidence["why_not"][name] = why_not;
+}
+
+void CaseResult::conclude(const std::string& pass_reason) {
+  const Decision d = decide(*this, pass_reason);
+  verdict = d.verdict;
+  reason = d.reason;
 }
 
 Verdict Report::overall() const {
@@ -121,6 +131,7 @@ void to_json(json& j, const Measurement& m) {
            {"kernel_timing", m.kernel_timing},
            {"throttled_samples", m.throttled_samples()},
            {"throttle_reasons", m.throttle_reasons},
+           {"l2_flushes", m.l2_flushes ? json(*m.l2_flushes) : json(nullptr)},
            {"raw", json{{"gpu_time_us", m.gpu_time_us},
                         {"host_time_us", m.host_time_us},
                         {"kernel_time_us", m.kernel_time_us},
@@ -168,6 +179,9 @@ void from_json(const json& j, Measurement& m) {
   j.at("total_gpu_time_s").get_to(m.total_gpu_time_s);
   j.at("kernel_timing").get_to(m.kernel_timing);
   j.at("throttle_reasons").get_to(m.throttle_reasons);
+  m.l2_flushes.reset();  // absent or null in reports written before it was counted
+  if (j.contains("l2_flushes") && !j.at("l2_flushes").is_null())
+    m.l2_flushes = j.at("l2_flushes").get<std::size_t>();
 }
 
 void to_json(json& j, const Metric& m) { j = json{{"value", m.value}, {"unit", m.unit}}; }
@@ -216,6 +230,7 @@ void to_json(json& j, const CaseResult& c) {
            {"measurements", c.measurements},
            {"checks", c.checks},
            {"evidence", c.evidence},
+           {"required_evidence", c.required_evidence},
            {"parameters", c.parameters}};
 }
 
@@ -234,6 +249,9 @@ void from_json(const json& j, CaseResult& c) {
   j.at("measurements").get_to(c.measurements);
   j.at("checks").get_to(c.checks);
   c.evidence = j.at("evidence");
+  // Absent in reports written before verdicts needed evidence.
+  c.required_evidence.clear();
+  if (j.contains("required_evidence")) j.at("required_evidence").get_to(c.required_evidence);
   c.parameters = j.at("parameters");
 }
 

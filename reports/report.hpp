@@ -1,6 +1,7 @@
 #pragma once
 // The report model, schema version 1. Field-by-field documentation: reports/SCHEMA.md.
 // Every struct converts to and from JSON losslessly (tested by a round trip).
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ struct Measurement {
   std::vector<bool> throttled;         // a clock-limiting reason was active for the sample
   std::string l2_mode;                 // "cold" (flushed before each sample) or "hot"
   std::string stop_reason;             // which stopping rule ended sampling
+  // Samples preceded by an L2 flush in the main loop; absent (nullopt) in reports written
+  // before it was counted. A cold figure needs one per sample (probe bandwidth checks it).
+  std::optional<std::size_t> l2_flushes;
   double total_gpu_time_s = 0;
   bool kernel_timing = false;          // CUPTI series present
   std::vector<std::string> throttle_reasons;  // distinct reasons seen
@@ -83,18 +87,32 @@ struct CaseResult {
   std::optional<std::string> mode;
   std::optional<std::string> mutation;  // fault injected for this case, if any
   std::uint64_t seed = 0;
-  Verdict verdict = Verdict::pass;
+  // Starts inconclusive: only conclude() (reports/verdict.hpp) turns it into PASS, and only
+  // when every check passed and every required piece of evidence was proven.
+  Verdict verdict = Verdict::inconclusive;
   std::string reason;               // one line on why the verdict
   std::map<std::string, Metric> metrics;
   std::map<std::string, Measurement> measurements;
   std::vector<Check> checks;
   nlohmann::json evidence = nlohmann::json::object();
+  // Names of evidence fields that must be `true` for a PASS: what the probe must prove
+  // happened (the hazard forced, the path reached). Declared by the probe when the case is made.
+  std::vector<std::string> required_evidence;
   nlohmann::json parameters = nlohmann::json::object();  // what `repro` needs to rerun it
 
   // Stable identity for comparison across reports: probe/name/shape/m/format/mode/mutation.
   std::string key() const;
-  // Sets the verdict from the checks: any failed check -> fail (an error stays an error).
-  void conclude_from_checks();
+  // Declares evidence a PASS needs (each name once, in order).
+  void require(std::initializer_list<const char*> names);
+  // Records required evidence `name` as proven or not; `why_not` explains a false one (it is
+  // kept in evidence.why_not.<name> and becomes the INCONCLUSIVE reason).
+  void prove(const std::string& name, bool proven, const std::string& why_not = "");
+  // Sets verdict and reason from the checks and the required evidence (reports/verdict.hpp):
+  // `pass_reason` is used only when the verdict comes out PASS. Call it after the last check.
+  void conclude(const std::string& pass_reason);
+  // The older spelling: the reason already set is the pass reason. A probe that declares no
+  // evidence PASSes on its checks alone (and selftest does not accept it as a clean row).
+  void conclude_from_checks() { conclude(reason); }
 };
 
 struct Report {

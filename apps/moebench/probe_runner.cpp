@@ -33,7 +33,7 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
   const Device device = Device::open(options.device);
   std::optional<ScopedMutation> mutation;
   if (options.mutation) mutation.emplace(*options.mutation);
-  DeviceAllocator allocator(DeviceAllocator::Mode::caching);
+  DeviceAllocator allocator(options.allocator);
   measure::Sampler sampler(device, allocator, options.measure);
 
   bool context_poisoned = false;

@@ -190,6 +190,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   common.weight_formats = o.list<std::string>("weight_formats");
   common.modes = o.list<std::string>("modes");
   o.read("l2", common.l2);
+  o.read("allocator", common.allocator);
   bool kernel_timing = true;
   o.read("kernel_timing", kernel_timing);
   common.no_kernel_timing = !kernel_timing;

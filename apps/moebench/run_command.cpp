@@ -77,6 +77,10 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--mode", r.modes, "eager, graph (default: both)")->delimiter(',');
   run.add_option("--l2", r.l2, "cold: flush L2 before each sample; hot: don't")
       ->capture_default_str();
+  run.add_option("--allocator", r.allocator,
+                 "Device allocator: caching (size classes, LIFO reuse, as real engines have) or "
+                 "plain (cudaMalloc/cudaFree for every buffer); the bug probes must hold under both")
+      ->capture_default_str();
   run.add_option("--min-samples", r.min_samples, "Stop rule: at least this many samples")
       ->check(whole_number())
       ->capture_default_str();

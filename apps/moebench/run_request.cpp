@@ -80,6 +80,10 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   o.modes = r.modes;
   if (r.l2 != "cold" && r.l2 != "hot")
     throw UsageError("--l2 '" + r.l2 + "' is not valid; valid: cold, hot");
+  if (r.allocator != "caching" && r.allocator != "plain")
+    throw UsageError("--allocator '" + r.allocator + "' is not valid; valid: caching, plain");
+  o.allocator = r.allocator == "caching" ? DeviceAllocator::Mode::caching
+                                         : DeviceAllocator::Mode::plain;
   if (r.format != "table" && r.format != "json")
     throw UsageError("--format '" + r.format + "' is not valid; valid: table, json");
   if (r.warmup < 0 || r.warmup > 1000)
@@ -147,6 +151,7 @@ nlohmann::json options_json(const RunOptions& o) {
           {"weight_formats", formats},
           {"modes", o.modes},
           {"l2", measure::to_string(o.measure.l2)},
+          {"allocator", o.allocator == DeviceAllocator::Mode::caching ? "caching" : "plain"},
           {"kernel_timing", o.measure.kernel_timing},
           {"warmup", o.measure.warmup},
           {"min_samples", o.measure.stopping.min_samples},
@@ -205,7 +210,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (!r.ms.empty()) a.insert(a.end(), {"--m", join(r.ms)});
   if (!r.weight_formats.empty()) a.insert(a.end(), {"--weight-format", join(r.weight_formats)});
   if (!r.modes.empty()) a.insert(a.end(), {"--mode", join(r.modes)});
-  a.insert(a.end(), {"--l2", r.l2, "-o", r.output, "--format", r.format,
+  a.insert(a.end(), {"--l2", r.l2, "--allocator", r.allocator, "-o", r.output, "--format", r.format,
                      "--min-samples", num(r.min_samples), "--max-noise", num(r.max_noise_pct),
                      "--min-time", num(r.min_time_s), "--timeout", num(r.timeout_s),
                      "--max-samples", num(r.max_samples), "--host-samples", num(r.host_samples),

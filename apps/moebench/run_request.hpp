@@ -18,6 +18,7 @@ struct RunRequest {
   std::vector<std::string> weight_formats;
   std::vector<std::string> modes;
   std::string l2 = "cold";
+  std::string allocator = "caching";  // the run's device allocator: caching or plain
   std::string output = "moebench-report.json";
   std::string format = "table";  // stdout: table or json
   std::string mutation;

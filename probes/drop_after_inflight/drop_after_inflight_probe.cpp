@@ -1,13 +1,17 @@
-// Probe `drop-after-inflight` (docs/bugs.md, bug 2): a forward is enqueued behind other work, so it
-// is still pending, and its owner (a layer; separately, an engine) is destroyed at once with no
-// readback. The next request then builds the same shape with another seed on another stream: the
-// caching allocator hands it the freed blocks and it writes its weights there. If the destructor
-// did not wait, the pending forward reads the new weights and its output, which the probe checks,
-// is wrong. Afterwards the device must still be usable.
+// Probe `drop-after-inflight` (docs/bugs.md, bug 2): a forward is enqueued behind other work, so it is
+// still pending, and its owner (a layer; separately, an engine) is destroyed at once with no
+// readback. The next request then builds the same shape with another seed on another stream:
+// the caching allocator hands it the freed blocks and it writes its weights there. If the
+// destructor did not wait, the pending forward reads the new weights and its output, which the
+// probe checks over every token, is wrong. Afterwards the device must still be usable. PASS
+// needs proof of both halves of the hazard: the forward was still pending just before the
+// destroy, and the next request received blocks the destroy freed (INCONCLUSIVE otherwise).
 #include "common/cuda_check.hpp"
+#include "common/cuda_event.hpp"
 #include "engine/engine.hpp"
 #include "kernels/interference/interference_kernels.hpp"
 #include "kernels/moe/generate.hpp"
+#include "probes/evidence.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
@@ -15,14 +19,33 @@ namespace moe {
 
 namespace {
 
-// Long enough that everything the host does next happens while the forward is still queued.
+// Long enough that everything the host does next happens while the forward is still queued;
+// the probe checks that it did (an event still pending just before the destroy) rather than
+// trusting it: a host stall or a sanitizer serialising streams can miss it.
 constexpr std::uint64_t kQueueAheadNs = 50'000'000;  // 50 ms
 
-// The probe's verdict: the pending output was right and the device usable afterwards.
-void conclude(report::CaseResult& c, const LayerCheck& inflight, report::Check usable) {
+// Every token is checked: a wrong pending result may touch only some of them.
+constexpr int kAllTokens = 1 << 30;
+
+// The probe's verdict: the pending output was right and the device usable afterwards, and
+// both halves of the hazard were forced: the work was pending at the destroy, and the next
+// request received the blocks the destroy freed.
+void conclude(report::CaseResult& c, const LayerCheck& inflight, report::Check usable,
+              bool pending, const BlockReuse& reuse, const char* owner) {
   c.checks.push_back(inflight.as_check("inflight_output_matches_reference"));
   c.checks.push_back(std::move(usable));
-  c.conclude_from_checks();
+  c.evidence["freed_blocks"] = reuse.freed;
+  c.evidence["freed_blocks_received_by_next_request"] = reuse.reused.size();
+  if (!reuse.reused.empty()) c.evidence["first_block_received"] = hex(reuse.reused.front());
+  c.evidence["tokens_checked"] = inflight.tokens_checked;
+  c.prove("forward_pending_at_destroy", pending,
+          std::string("the forward had already finished when the ") + owner +
+              " was destroyed (the 50 ms queue-ahead was missed)");
+  c.prove("next_request_received_freed_blocks", !reuse.reused.empty(),
+          "the next request received none of the " + std::to_string(reuse.freed) +
+              " blocks the destroy freed: " + reuse.detail());
+  c.conclude(std::string("the ") + owner + " waited for its in-flight forward: pending at the "
+             "destroy, " + reuse.detail() + " to the next request, every token right");
 }
 
 }  // namespace
@@ -37,6 +60,18 @@ void run_drop_after_inflight_probe(ProbeState& state) {
         DeviceAllocator results(DeviceAllocator::Mode::plain);
         DeviceBuffer x = results.allocate(elements * 2), out = results.allocate(elements * 2);
         const std::uint64_t input_seed = derive_seed(state.options().seed, 41, m);
+        DeviceAllocator& memory = state.allocator();
+        // Both cases end alike: the blocks freed between the marks that the next request
+        // received, and the pending result checked over every token.
+        auto finish = [&](report::CaseResult& c, const LayerReference& ref, bool pending,
+                          std::uint64_t before_destroy, std::uint64_t before_next, const char* owner) {
+          const BlockReuse reuse = freed_blocks_received(memory, before_destroy, before_next);
+          conclude(c,
+                   check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
+                                input_seed, nullptr, kAllTokens),
+                   device_usable(state, shape, format, m, "device_usable_after"), pending, reuse,
+                   owner);
+        };
 
         // --- a layer dropped with its forward in flight ---
         {
@@ -46,7 +81,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
           lc.dims = dims;
           lc.seed = derive_seed(state.options().seed, 42);
           lc.options = state.options().engine.forward();
-          auto layer = std::make_unique<MoeLayer>(lc, state.allocator(), stream);
+          auto layer = std::make_unique<MoeLayer>(lc, memory, stream);
           const LayerReference ref = LayerReference::of(*layer);
           kernels::generate_input(dims, m, input_seed, x.as<__nv_bfloat16>(), stream.handle());
           layer->forward(x.as<__nv_bfloat16>(), out.as<__nv_bfloat16>(), m);  // warm-up
@@ -54,20 +89,22 @@ void run_drop_after_inflight_probe(ProbeState& state) {
           MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xff, elements * 2, stream.handle()));
           kernels::gpu_sleep(kQueueAheadNs, stream.handle());
           layer->forward(x.as<__nv_bfloat16>(), out.as<__nv_bfloat16>(), m);
+          CudaEvent forward_done;
+          forward_done.record(stream.handle());
+          const bool pending = still_pending(forward_done);
+          const std::uint64_t before_destroy = memory.mark();
           layer.reset();  // at once, no readback
+          const std::uint64_t before_next = memory.mark();
           {
             // The next request: same shape, another seed, another stream.
             Stream next_stream;
             LayerConfig next = lc;
             next.seed = derive_seed(state.options().seed, 43);
-            MoeLayer successor(next, state.allocator(), next_stream);
+            MoeLayer successor(next, memory, next_stream);
             next_stream.drain();
             stream.drain();
           }
-          conclude(c, check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
-                                   input_seed, nullptr),
-                   device_usable(state, shape, format, m, "device_usable_after"));
-          if (c.reason.empty()) c.reason = "the layer waited for its in-flight forward";
+          finish(c, ref, pending, before_destroy, before_next, "layer");
           state.add_case(std::move(c));
         }
 
@@ -75,7 +112,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
         {
           report::CaseResult c = moe_case(state, "engine", shape, format, m);
           const EngineConfig config = engine_config(state, shape, format, 44, 2);
-          auto engine = std::make_unique<Engine>(config, state.allocator(), state.device());
+          auto engine = std::make_unique<Engine>(config, memory, state.device());
           engine->set_input(m, input_seed);
           engine->forward();  // warm-up
           engine->stream().drain();
@@ -86,20 +123,22 @@ void run_drop_after_inflight_probe(ProbeState& state) {
           // The result leaves the engine by a copy queued behind the step.
           MOE_CUDA_CHECK(cudaMemcpyAsync(out.data(), engine->output(0), elements * 2,
                                          cudaMemcpyDeviceToDevice, engine->stream().handle()));
+          CudaEvent step_done;
+          step_done.record(engine->stream().handle());
+          const bool pending = still_pending(step_done);
+          const std::uint64_t before_destroy = memory.mark();
           engine.reset();  // at once, no readback
+          const std::uint64_t before_next = memory.mark();
           {
             EngineConfig next = config;
             next.seed = derive_seed(state.options().seed, 45);
-            Engine successor(next, state.allocator(), state.device());
+            Engine successor(next, memory, state.device());
             successor.set_input(m, derive_seed(state.options().seed, 46, m));
             successor.forward();
             successor.stream().drain();
           }
           MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the dropped engine's stream is gone
-          conclude(c, check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
-                                   input_seed, nullptr),
-                   device_usable(state, shape, format, m, "device_usable_after"));
-          if (c.reason.empty()) c.reason = "the engine waited for its in-flight step";
+          finish(c, ref, pending, before_destroy, before_next, "engine");
           state.add_case(std::move(c));
         }
       }

@@ -32,6 +32,7 @@ struct Sampler::Sample {
   double host_us = 0;
   KernelActivity::Window kernels;
   bool read = false;
+  bool flushed = false;  // an L2 flush preceded the window
 };
 
 Sampler::Sampler(const Device& device, DeviceAllocator& allocator, const MeasureOptions& options)
@@ -54,8 +55,8 @@ Sampler::Sampler(const Device& device, DeviceAllocator& allocator, const Measure
 
 Sampler::~Sampler() = default;
 
-void Sampler::barrier(Stream& stream) {
-  if (mutation_active(Mutation::noop_timing_barrier))
+void Sampler::barrier(Stream& stream, bool noop) {
+  if (noop || mutation_active(Mutation::noop_timing_barrier))
     stream.synchronize();  // the historic bug: a deferred no-op
   else
     stream.drain();
@@ -63,9 +64,11 @@ void Sampler::barrier(Stream& stream) {
 
 void Sampler::take_sample(Stream& stream, const std::string& label, const char* range,
                           const std::function<void()>& enqueue, bool block, bool kernels,
-                          bool records, Sample& s) {
-  if (flusher_) flusher_->flush(stream.handle());
-  barrier(stream);  // nothing from before (flush, last sample) may overlap the window
+                          bool records, bool noop, Sample& s) {
+  // The historic cache-measuring loop skipped the flush (probe bandwidth must notice).
+  s.flushed = flusher_ && !mutation_active(Mutation::hot_cache_timing);
+  if (s.flushed) flusher_->flush(stream.handle());
+  barrier(stream, noop);  // nothing from before (flush, last sample) may overlap the window
   if (kernels) activity_->begin_window(records);
   {
     NvtxRange sample_range(label + range);
@@ -78,7 +81,7 @@ void Sampler::take_sample(Stream& stream, const std::string& label, const char* 
     s.host_us = micros(Clock::now() - t0);
     if (block) blocker_->release();
   }
-  barrier(stream);  // a real barrier: the next sample starts on an idle GPU
+  barrier(stream, noop);  // a real barrier: the next sample starts on an idle GPU
   if (block && blocker_->timed_out())
     throw Error(ExitCode::probe_error,
                 label + ": the enqueue took longer than the stream blocker's 10 s timeout");
@@ -93,7 +96,7 @@ void Sampler::take_sample(Stream& stream, const std::string& label, const char* 
 // times the enqueue alone, so its samples need not interleave with the GPU's.
 std::vector<double> Sampler::host_pass(Stream& stream, const std::string& label,
                                        const std::function<void()>& enqueue, bool block,
-                                       std::size_t samples) {
+                                       bool noop, std::size_t samples) {
   activity_->pause();
   // Untimed, like the main loop's warm-up, in case the first launches after the switch pay
   // for it.
@@ -102,7 +105,7 @@ std::vector<double> Sampler::host_pass(Stream& stream, const std::string& label,
   std::vector<double> host_us;
   Sample s;
   for (std::size_t i = 0; i < samples; ++i) {
-    take_sample(stream, label, "/host-sample", enqueue, block, false, false, s);
+    take_sample(stream, label, "/host-sample", enqueue, block, false, false, noop, s);
     host_us.push_back(s.host_us);
   }
   stream.drain();  // the pass's events complete before they are reused or destroyed
@@ -143,7 +146,7 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   for (;;) {
     auto s = std::make_unique<Sample>();
     take_sample(stream, label, "/sample", enqueue, block, activity_ != nullptr,
-                static_cast<bool>(overrides.kernel_records), *s);
+                static_cast<bool>(overrides.kernel_records), overrides.noop_barrier, *s);
     // The clock is read after every sample; a throttled sample is flagged, not dropped.
     const auto sm = clocks_->sm_clock_mhz();
     const auto why = clocks_->throttle_reasons();
@@ -178,8 +181,10 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
     }
     m.total_gpu_time_s += gpu_us * 1e-6;
   }
+  m.l2_flushes = static_cast<std::size_t>(
+      std::count_if(pending.begin(), pending.end(), [](const auto& s) { return s->flushed; }));
   if (activity_)
-    m.host_time_us = host_pass(stream, label, enqueue, block,
+    m.host_time_us = host_pass(stream, label, enqueue, block, overrides.noop_barrier,
                                std::min(options_.host_samples, pending.size()));
   m.throttle_reasons.assign(reasons.begin(), reasons.end());
   return m;

@@ -43,6 +43,9 @@ struct MeasureOverrides {
   // order (index-aligned with the measurement's kernel series), for probes that attribute
   // time to kernels. Never called without CUPTI.
   std::function<void(const std::vector<KernelRecord>&)> kernel_records;
+  // The historic loop of probe barrier: this same loop with only its barrier replaced by the
+  // engine's deferred synchronize (flush, CUPTI windows and clock reads unchanged).
+  bool noop_barrier = false;
 };
 
 // The timing loop (docs/design/measurement.md) every probe shares. One per run: it owns the L2
@@ -60,7 +63,7 @@ class Sampler {
 
   // The barrier between samples: always the real drain, except under the mutation that
   // restores the historic no-op barrier (probe `barrier` proves it matters).
-  void barrier(Stream& stream);
+  void barrier(Stream& stream, bool noop = false);
 
   const MeasureOptions& options() const { return options_; }
 
@@ -71,10 +74,10 @@ class Sampler {
   // `records`: keep each kernel's name and interval too.
   void take_sample(Stream& stream, const std::string& label, const char* range,
                    const std::function<void()>& enqueue, bool block, bool kernels, bool records,
-                   Sample& s);
+                   bool noop, Sample& s);
   // Host enqueue times of `samples` more samples with CUPTI not recording.
   std::vector<double> host_pass(Stream& stream, const std::string& label,
-                                const std::function<void()>& enqueue, bool block,
+                                const std::function<void()>& enqueue, bool block, bool noop,
                                 std::size_t samples);
 
   MeasureOptions options_;

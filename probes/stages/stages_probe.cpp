@@ -75,9 +75,9 @@ void run_stages_probe(ProbeState& state) {
           c.parameters["input_seed"] = input_seed;
           c.evidence["layers"] = layers;
           c.evidence["read_ceiling_bytes"] = ceiling.bytes;
+          c.prove("outputs_checked", correct.passed, "the output did not match; not timed");
           if (!correct.passed) {
-            c.reason = "output does not match the CPU reference; not timed";
-            c.conclude_from_checks();
+            c.conclude("");  // a failed check: FAIL
             state.add_case(std::move(c));
             continue;
           }
@@ -104,10 +104,11 @@ void run_stages_probe(ProbeState& state) {
           c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / layers, "us");
           c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
           c.measurements["main"] = std::move(meas);
+          c.prove("kernel_records", !samples.empty(),
+                  "no kernel records: CUPTI is off or taken (another profiler), so no stage can "
+                  "be timed");
           if (samples.empty()) {
-            c.verdict = report::Verdict::inconclusive;
-            c.reason = "no kernel records: CUPTI is off or taken (another profiler), so no stage "
-                       "can be timed";
+            c.conclude("");
             state.add_case(std::move(c));
             continue;
           }
@@ -145,10 +146,9 @@ void run_stages_probe(ProbeState& state) {
                                           "or combine"
                                         : "kernels outside the four stages ran: see "
                                           "evidence.kernels.other"});
-          c.reason = "stages timed after the output matched the reference; own = the stage's "
+          c.conclude("stages timed after the output matched the reference; own = the stage's "
                      "kernel durations, critical = its share of the critical path (sums to the "
-                     "busy time)";
-          c.conclude_from_checks();
+                     "busy time)");
           state.add_case(std::move(c));
         }
       }

@@ -66,6 +66,7 @@ TEST_CASE("bad values are refused with exit 2 before any device is touched") {
       {"run copy --weight-format fp8", "valid: bf16, int4"},
       {"run copy --mode lazy", "valid: eager, graph"},
       {"run copy --l2 warm", "valid: cold, hot"},
+      {"run two-engine --allocator fifo", "--allocator 'fifo' is not valid; valid: caching, plain"},
       {"run copy --min-samples 0", "--min-samples 0"},
       {"run copy --min-samples -1", "--min-samples"},
       {"run copy --min-samples 100 --max-samples 10", "--min-samples (100)"},

@@ -26,6 +26,8 @@ CaseResult sample_case(int m) {
   c.seed = 7;
   c.verdict = Verdict::pass;
   c.reason = "ok";
+  c.required_evidence = {"l2_defeated"};
+  c.evidence["l2_defeated"] = true;
   c.metrics["gbps"] = {1234.5, "GB/s"};
   Measurement meas;
   meas.gpu_time_us = {10.5, 10.25, 10.75};
@@ -37,6 +39,7 @@ CaseResult sample_case(int m) {
   meas.throttled = {false, true, false};
   meas.l2_mode = "cold";
   meas.stop_reason = "converged";
+  meas.l2_flushes = 3;
   meas.total_gpu_time_s = 31.5e-6;
   meas.kernel_timing = true;
   meas.throttle_reasons = {"sw_power_cap"};
@@ -155,7 +158,7 @@ TEST_CASE("verdicts: the overall verdict is the worst case, and checks decide a 
   CHECK(r.overall() == Verdict::inconclusive);
   r.cases[1].checks.push_back({"output_matches", false, "3 tokens differ"});
   r.cases[1].reason.clear();
-  r.cases[1].conclude_from_checks();
+  r.cases[1].conclude("");
   CHECK(r.cases[1].verdict == Verdict::fail);
   CHECK(r.cases[1].reason.find("output_matches") != std::string::npos);
   CHECK(r.overall() == Verdict::fail);

@@ -1,5 +1,7 @@
-// Every bug probe on the GPU, both ways: it passes on the engine as built and fails under the
-// mutation that restores its bug (the selftest matrix, each row in its own child process).
+// Every bug probe on the GPU, both ways: it passes on the engine as built, showing the evidence
+// that its hazard was forced, and under each mutation that restores its bug the checks named
+// for that mutation (probes/catch_plan.cpp) fail in every case (the selftest matrix, each row
+// in its own child process).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -8,10 +10,51 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/fault_injection.hpp"
+#include "probes/catch_plan.hpp"
 #include "support/cli_runner.hpp"
 #include "support/gpu_test.hpp"
 
-TEST_CASE("selftest: each probe passes clean and catches each of its mutations") {
+namespace {
+
+using nlohmann::json;
+
+json run_probe(const std::string& tag, std::vector<std::string> args) {
+  const auto dir = moe::test::scratch_dir(tag);
+  const std::string report = (dir / "report.json").string();
+  std::string command = moe::test::quote(moe::test::moebench_binary()) + " run";
+  for (const std::string& a : args) command += " " + moe::test::quote(a);
+  for (const char* a : {"--min-samples", "3", "--max-samples", "20", "--min-time", "0",
+                        "--no-kernel-timing", "--quiet"})
+    command += std::string(" ") + a;
+  command += " -o " + moe::test::quote(report) + " --fixtures " +
+             moe::test::quote(moe::test::fixtures_dir());
+  const auto r = moe::test::run_shell(command);
+  REQUIRE_MESSAGE(std::filesystem::exists(report), tag << " wrote no report (exit " << r.exit_code
+                                                       << "): " << r.err);
+  return json::parse(moe::test::read_text(report));
+}
+
+const json* find_check(const json& c, const std::string& name) {
+  for (const json& k : c.at("checks"))
+    if (k.at("name") == name) return &k;
+  return nullptr;
+}
+
+// Every required piece of evidence of `c` is `true`.
+void check_evidence_proven(const json& c) {
+  CAPTURE(c.at("key").get<std::string>());
+  CAPTURE(c.at("reason").get<std::string>());
+  REQUIRE(c.contains("required_evidence"));
+  CHECK_FALSE(c.at("required_evidence").empty());
+  for (const json& name : c.at("required_evidence")) {
+    CAPTURE(name.get<std::string>());
+    CHECK(c.at("evidence").value(name.get<std::string>(), false) == true);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("selftest: each probe passes clean with its evidence and each mutation fails its named checks") {
   moe::test::test_device();
   const auto dir = moe::test::scratch_dir("selftest");
   const std::string report = (dir / "selftest.json").string();
@@ -21,46 +64,123 @@ TEST_CASE("selftest: each probe passes clean and catches each of its mutations")
   REQUIRE_MESSAGE(std::filesystem::exists(report), "moebench selftest wrote no report (exit "
                                                        << r.exit_code << ", binary " << moe::test::moebench_binary()
                                                        << "; MOEBENCH_BINARY names another): " << r.err);
-  const auto j = nlohmann::json::parse(moe::test::read_text(report));
+  const auto j = json::parse(moe::test::read_text(report));
   const auto& rows = j.at("extra").at("selftest").at("rows");
   std::size_t mutated_rows = 0;
+  bool copy_row = false, bandwidth_row = false, two_engine_plain = false;
   for (const auto& row : rows) {
     CAPTURE(row.dump());
     CHECK(row.at("ok").get<bool>());
-    if (!row.at("mutation").is_null()) ++mutated_rows;
+    CHECK(row.at("good_reps") == row.at("runs"));
+    if (row.at("mutation").is_null()) {
+      // A clean row shows its forcing evidence: every required name proven in every case.
+      CHECK_FALSE(row.at("evidence").empty());
+      for (const auto& [name, e] : row.at("evidence").items()) {
+        CAPTURE(name);
+        CHECK(e.at("proven") == e.at("cases"));
+      }
+      copy_row = copy_row || row.at("probe") == "copy";
+      bandwidth_row = bandwidth_row || row.at("probe") == "bandwidth";
+    } else {
+      ++mutated_rows;
+      CHECK_FALSE(row.at("named_checks").empty());
+    }
+    two_engine_plain = two_engine_plain || (row.at("probe") == "two-engine" && row.at("allocator") == "plain");
   }
-  std::size_t bugs = 0;
-  for (const auto& m : moe::all_mutations()) bugs += m.historic_bug;
-  CHECK(mutated_rows == bugs);
+  CHECK(copy_row);
+  CHECK(bandwidth_row);
+  CHECK(two_engine_plain);
+  // One row per (mutation, target probe), and two-engine's mutation once more under plain.
+  std::size_t targets = 0;
+  for (const auto& m : moe::all_mutations())
+    if (m.historic_bug)
+      for (const auto& t : moe::catch_targets(m)) targets += t.probe == "two-engine" ? 2 : 1;
+  CHECK(mutated_rows == targets);
+  // Every clean case in the report passed with its evidence.
+  for (const auto& c : j.at("cases"))
+    if (c.at("mutation").is_null()) {
+      CHECK(c.at("verdict") == "PASS");
+      check_evidence_proven(c);
+    }
   CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("two-engine forces a stale table to read poison under both allocator modes") {
+  moe::test::test_device();
+  for (const char* allocator : {"caching", "plain"}) {
+    CAPTURE(allocator);
+    const json clean = run_probe(std::string("two-engine-") + allocator,
+                                 {"two-engine", "--allocator", allocator});
+    REQUIRE(clean.at("cases").size() == 1);
+    const json& c = clean.at("cases")[0];
+    CHECK(c.at("verdict") == "PASS");
+    check_evidence_proven(c);
+    CHECK(c.at("evidence").at("earlier_expert_buffers_reused") == 0);
+    CHECK(c.at("evidence").at("blocks_poisoned").get<int>() > 0);
+
+    const json bug = run_probe(std::string("two-engine-bug-") + allocator,
+                               {"two-engine", "--allocator", allocator, "--mutation", "static-resident-cache"});
+    REQUIRE(bug.at("cases").size() == 1);
+    const json& b = bug.at("cases")[0];
+    CAPTURE(b.at("reason").get<std::string>());
+    CHECK(b.at("verdict") == "FAIL");
+    for (const char* name : {"resident_tables_point_at_own_experts", "outputs_match_own_seed"}) {
+      CAPTURE(name);
+      const json* k = find_check(b, name);
+      REQUIRE(k);
+      CHECK(k->at("passed") == false);
+    }
+    // The forcing held under the mutation too: the failure is the stale table's.
+    CHECK(b.at("evidence").at("weights_address_reused") == true);
+    CHECK(b.at("evidence").at("expert_buffers_elsewhere") == true);
+  }
 }
 
 // The selftest above runs each mutation twice; the race scratch-regrow plants (its scratch
 // zeroed by another request while a forward runs) once ended one run in 24 in an illegal
 // address instead of wrong numbers: the decode kernels read the active count thread by thread,
 // and a warp walked table entries no thread had filled. Enough runs here to see that again
-// (about 70% of the time at that rate): every one must be caught as FAIL, none may ERROR.
+// (about 70% of the time at that rate): every one must be caught by its named check, with the
+// regrows forced, and none may ERROR.
 TEST_CASE("scratch-regrow under its mutation gives wrong numbers, never a CUDA error") {
   moe::test::test_device();
-  const auto dir = moe::test::scratch_dir("regrow-race");
   constexpr int kRuns = 30;
-  int failed = 0;
+  int caught = 0;
   for (int i = 0; i < kRuns; ++i) {
-    const std::string report = (dir / ("run" + std::to_string(i) + ".json")).string();
-    const auto r = moe::test::moebench("run", "scratch-regrow", "--mutation", "scratch-free-without-drain",
-                                       "--min-samples", "3", "--max-samples", "20", "--min-time", "0",
-                                       "--no-kernel-timing", "--quiet", "-o", report, "--fixtures",
-                                       moe::test::fixtures_dir());
-    REQUIRE_MESSAGE(std::filesystem::exists(report), "run " << i << " wrote no report (exit " << r.exit_code
-                                                            << "): " << r.err);
-    const auto j = nlohmann::json::parse(moe::test::read_text(report));
+    const json j = run_probe("regrow-race-" + std::to_string(i),
+                             {"scratch-regrow", "--mutation", "scratch-free-without-drain"});
     for (const auto& c : j.at("cases")) {
       CAPTURE(i);
       CAPTURE(c.value("reason", std::string()));
       CHECK(c.at("verdict").get<std::string>() != "ERROR");
-      failed += c.at("verdict").get<std::string>() == "FAIL";
+      const json* k = find_check(c, "every_call_matches_reference");
+      REQUIRE(k);
+      CHECK(c.at("evidence").value("every_regrow_under_pending_call", false) == true);
+      CHECK(c.at("evidence").value("every_freed_block_taken", false) == true);
+      caught += k->at("passed") == false;
     }
   }
-  MESSAGE(failed << " of " << kRuns << " runs caught the bug (FAIL)");
-  CHECK(failed == kRuns);
+  MESSAGE(caught << " of " << kRuns << " runs caught the bug (every_call_matches_reference failed)");
+  CHECK(caught == kRuns);
+}
+
+TEST_CASE("capture-replay records a sync inside a capture as a FAIL of no_sync_inside_capture") {
+  moe::test::test_device();
+  for (const char* mutation : {"sync-inside-capture", "blocking-forward"}) {
+    CAPTURE(mutation);
+    const json j = run_probe(std::string("capture-sync-") + mutation,
+                             {"capture-replay", "--shape", "tiny", "--m", "4", "--weight-format",
+                              "bf16", "--mutation", mutation});
+    REQUIRE(j.at("cases").size() == 1);
+    const json& c = j.at("cases")[0];
+    CAPTURE(c.at("reason").get<std::string>());
+    CHECK(c.at("verdict") == "FAIL");
+    const json* k = find_check(c, "no_sync_inside_capture");
+    REQUIRE(k);
+    CHECK(k->at("passed") == false);
+    // The engine stayed usable: eager after the refused capture, and teardown.
+    const json* usable = find_check(c, "device_usable_after_teardown");
+    REQUIRE(usable);
+    CHECK(usable->at("passed") == true);
+  }
 }

@@ -1,0 +1,38 @@
+#include "probes/catch_plan.hpp"
+
+namespace moe {
+
+std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
+  using T = report::CatchTarget;
+  switch (m.id) {
+    case Mutation::static_resident_cache:
+      // A stale table is seen twice: read back it is not the layer's own, and its experts
+      // are poison, so the outputs are wrong.
+      return {T{"two-engine", "sequence",
+                {"resident_tables_point_at_own_experts", "outputs_match_own_seed"}}};
+    case Mutation::scratch_free_without_drain:
+      return {T{"scratch-regrow", "schedule", {"every_call_matches_reference"}}};
+    case Mutation::drop_without_drain:
+      return {T{"drop-after-inflight", "", {"inflight_output_matches_reference"}}};  // layer, engine
+    case Mutation::noop_timing_barrier:
+      return {T{"barrier", "loops", {"harness_barrier_waits"}}};
+    case Mutation::blocking_forward:
+      // Eager, the host waits; captured, the same wait is a sync inside the capture.
+      return {T{"host-nonblocking", "forward", {"forward_returns_before_gpu_finishes"}},
+              T{"capture-replay", "cycle", {"no_sync_inside_capture"}}};
+    case Mutation::capture_growth:
+      return {T{"capture-replay", "cycle", {"capture_growth_refused"}}};
+    case Mutation::sync_inside_capture:
+      return {T{"capture-replay", "cycle", {"no_sync_inside_capture"}}};
+    case Mutation::hot_cache_timing:
+      return {T{"bandwidth", "step", {"cold_figure_defeats_l2"}}};
+    case Mutation::blocking_one_layer:
+      return {T{"host-nonblocking", "forward", {"forward_returns_before_gpu_finishes"}}};
+    default:
+      return {T{std::string(m.probe), "", {}}};
+  }
+}
+
+std::vector<std::string> clean_only_probes() { return {"copy", "bandwidth"}; }
+
+}  // namespace moe

@@ -1,0 +1,37 @@
+#include "probes/evidence_rules.hpp"
+
+#include <map>
+
+namespace moe {
+
+const std::vector<std::string>& required_evidence(std::string_view probe) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kRequired{
+      {"copy", {"buffer_defeats_l2", "samples_taken"}},
+      {"bandwidth", {"outputs_checked", "l2_defeated"}},
+      {"capture-replay",
+       {"growth_was_needed", "replay_saw_changed_input", "replays_ran", "capture_cycles_ran"}},
+      {"two-engine",
+       {"weights_address_reused", "expert_buffers_elsewhere", "freed_experts_poisoned",
+        "fast_path_tables_read_back"}},
+      {"drop-after-inflight", {"forward_pending_at_destroy", "next_request_received_freed_blocks"}},
+      {"scratch-regrow", {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken"}},
+      {"host-nonblocking", {"two_layers", "gpu_time_long_enough"}},
+      {"barrier", {"noop_barrier_artifact_visible", "loops_differ_only_in_barrier"}},
+      {"stages", {"outputs_checked", "kernel_records"}},
+  };
+  static const std::vector<std::string> kNone;
+  const auto it = kRequired.find(probe);
+  return it == kRequired.end() ? kNone : it->second;
+}
+
+L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2) {
+  L2Defeat d;
+  d.every_sample_flushed = samples > 0 && flushed_samples >= samples;
+  d.defeated = d.every_sample_flushed || working_set_over_l2 >= kWorkingSetDefeatsL2;
+  d.detail = std::to_string(flushed_samples) + " of " + std::to_string(samples) +
+             " samples followed an L2 flush; the step's distinct weights are " +
+             std::to_string(working_set_over_l2) + "x the L2 (4x defeats it without a flush)";
+  return d;
+}
+
+}  // namespace moe

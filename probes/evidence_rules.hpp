@@ -1,0 +1,34 @@
+#pragma once
+// The evidence rules of the probes as plain host functions, so the CPU tests check them over
+// fabricated results (tests/cpu/test_evidence_rules.cpp): what each probe must prove for a
+// PASS, and when a bandwidth figure has the L2 defeated.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moe {
+
+// The evidence every case of `probe` must prove (each a boolean in the case's evidence) for a
+// PASS, in the order the probe records it. ProbeState::new_case declares it on every case. A
+// probe not listed requires none: it PASSes on its checks alone, and selftest does not accept
+// its clean rows until it declares some.
+const std::vector<std::string>& required_evidence(std::string_view probe);
+
+// Working set at which a step's distinct weights alone defeat the L2, as a multiple of it (the
+// engine's layer plan aims for this; docs/bugs.md, bug 4).
+inline constexpr double kWorkingSetDefeatsL2 = 4.0;
+
+// Whether a measurement's figure is the memory's and not the cache's: every sample followed
+// an L2 flush, or the working set is at least kWorkingSetDefeatsL2 times the L2.
+struct L2Defeat {
+  bool defeated = false;
+  bool every_sample_flushed = false;
+  std::string detail;  // the counts in words, for a check or an INCONCLUSIVE reason
+};
+L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2);
+
+// Probe host-nonblocking's threshold on host enqueue time over GPU time (see the probe).
+inline constexpr double kHostOverGpuLimit = 0.3;
+
+}  // namespace moe

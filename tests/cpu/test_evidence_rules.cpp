@@ -1,0 +1,84 @@
+// The evidence each probe must prove, over fabricated results: every probe of the selftest
+// matrix declares some; a result with every check passed but any one piece missing comes out
+// INCONCLUSIVE, with all of it PASS. And the L2 rule of probe bandwidth.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "engine/fault_injection.hpp"
+#include "probes/catch_plan.hpp"
+#include "probes/evidence_rules.hpp"
+#include "probes/probe.hpp"
+#include "reports/verdict.hpp"
+
+using moe::report::CaseResult;
+using moe::report::Verdict;
+
+namespace {
+
+// A result of `probe` whose checks all passed and whose evidence is proven except `missing`.
+CaseResult passing_except(const std::string& probe, const std::string& missing) {
+  CaseResult c;
+  c.probe = probe;
+  c.name = "case";
+  c.required_evidence = moe::required_evidence(probe);
+  c.checks.push_back({"output_matches_reference", true, "ok"});
+  for (const std::string& name : c.required_evidence)
+    if (name != missing) c.evidence[name] = true;
+  c.conclude("proven");
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("every probe of the selftest matrix declares evidence, and each piece is needed") {
+  std::vector<std::string> probes = moe::clean_only_probes();
+  for (const moe::MutationInfo& m : moe::all_mutations())
+    if (m.historic_bug)
+      for (const auto& t : moe::catch_targets(m)) probes.push_back(t.probe);
+  for (const std::string& probe : probes) {
+    CAPTURE(probe);
+    CHECK_NOTHROW(moe::probe_by_name(probe));
+    const auto& required = moe::required_evidence(probe);
+    REQUIRE_FALSE(required.empty());
+    CHECK(passing_except(probe, "").verdict == Verdict::pass);
+    for (const std::string& name : required) {
+      CAPTURE(name);
+      const CaseResult c = passing_except(probe, name);
+      CHECK(c.verdict == Verdict::inconclusive);
+      CHECK(c.reason.find(name) != std::string::npos);
+    }
+  }
+  CHECK(moe::required_evidence("no-such-probe").empty());
+}
+
+TEST_CASE("loophole: two-engine without the fast-path table read back is not a PASS") {
+  CHECK(passing_except("two-engine", "fast_path_tables_read_back").verdict == Verdict::inconclusive);
+  CHECK(passing_except("two-engine", "expert_buffers_elsewhere").verdict == Verdict::inconclusive);
+  CHECK(passing_except("scratch-regrow", "every_regrow_under_pending_call").verdict == Verdict::inconclusive);
+  CHECK(passing_except("barrier", "noop_barrier_artifact_visible").verdict == Verdict::inconclusive);
+  CHECK(passing_except("host-nonblocking", "gpu_time_long_enough").verdict == Verdict::inconclusive);
+}
+
+TEST_CASE("L2 rule: flushed before every sample, or a working set of 4x the L2") {
+  const auto flushed = moe::l2_defeat(20, 20, 0.3);
+  CHECK(flushed.defeated);
+  CHECK(flushed.every_sample_flushed);
+  const auto big = moe::l2_defeat(0, 20, 4.0);
+  CHECK(big.defeated);
+  CHECK_FALSE(big.every_sample_flushed);
+  // --l2 hot on a small step, or a mutation that skips the flush: the cache's figure.
+  const auto hot = moe::l2_defeat(0, 20, 3.99);
+  CHECK_FALSE(hot.defeated);
+  CHECK(hot.detail.find("0 of 20 samples") != std::string::npos);
+  // One sample not flushed is enough to let the cache in.
+  CHECK_FALSE(moe::l2_defeat(19, 20, 0.3).defeated);
+  CHECK_FALSE(moe::l2_defeat(0, 0, 0.3).defeated);  // nothing measured
+}
+
+TEST_CASE("host-nonblocking's threshold fails a forward blocking on one of two layers") {
+  // Clean: 47-111 us of enqueue over ~1180 us of GPU time (docs/gpu-runs.md), at most 0.1.
+  CHECK(111.0 / 1180.0 < moe::kHostOverGpuLimit);
+  // Blocking on the first of two equal layers: the host waits at least half the GPU time.
+  CHECK_FALSE(0.5 < moe::kHostOverGpuLimit);
+}
