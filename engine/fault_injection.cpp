@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 7> kMutations{{
+constexpr std::array<MutationInfo, 10> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -24,6 +24,14 @@ constexpr std::array<MutationInfo, 7> kMutations{{
     {Mutation::illegal_address, "illegal-address",
      "harness fault: probe copy reads a wild pointer, leaving a sticky CUDA error", "copy",
      false},
+    {Mutation::telemetry_reset_per_replay, "telemetry-reset-per-replay",
+     "every forward resets the route telemetry record: inside a graph the window holds only the "
+     "last replay", "route-telemetry"},
+    {Mutation::telemetry_count_wraps, "telemetry-count-wraps",
+     "route telemetry counts wrap at 2^32 without saturating or setting the overflow bit",
+     "route-telemetry"},
+    {Mutation::telemetry_reset_in_capture, "telemetry-reset-in-capture",
+     "the route telemetry reset is accepted while a graph is being captured", "route-telemetry"},
 }};
 
 std::array<std::atomic<bool>, kMutations.size()> g_active{};

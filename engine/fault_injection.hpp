@@ -16,6 +16,9 @@ enum class Mutation {
   blocking_forward,            // forward drains the stream before returning
   capture_growth,              // ScratchPool grows even while a graph is being captured
   illegal_address,             // probe copy reads through a wild pointer (a sticky CUDA error)
+  telemetry_reset_per_replay,  // forward zeroes the telemetry record itself (captured: every replay)
+  telemetry_count_wraps,       // telemetry counts wrap at 2^32 with no overflow flag
+  telemetry_reset_in_capture,  // the telemetry reset's refusal during capture removed
 };
 
 struct MutationInfo {

@@ -9,7 +9,7 @@ namespace moe {
 
 MoeLayer::MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream& stream,
                    void* weights_storage)
-    : config_(config), stream_(stream), scratch_(allocator) {
+    : config_(config), stream_(stream), allocator_(allocator), scratch_(allocator) {
   void* storage = weights_storage;
   if (!storage) storage = owned_storage_ = ::operator new(sizeof(MoeWeights));
   try {
@@ -47,10 +47,21 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.scratch_bytes = scratch_.capacity();
   args.experts = weights_->resident_table(stream_);
   args.path = config_.path;
+  if (telemetry_) {
+    args.telemetry = telemetry_->view();
+    args.telemetry.inject_id = telemetry_inject_id_;
+    args.telemetry.counts_wrap = mutation_active(Mutation::telemetry_count_wraps);  // the unguarded add
+    if (mutation_active(Mutation::telemetry_reset_per_replay)) telemetry_->enqueue_zero(stream_);
+  }
   kernels::enqueue_moe_forward(args, stream_.handle());
   last_scratch_ = args.scratch;
   ++forwards_;
   if (mutation_active(Mutation::blocking_forward)) stream_.drain();  // the historic stall
+}
+
+void MoeLayer::arm_telemetry(const TelemetryIdentity& identity, std::uint64_t epoch) {
+  telemetry_ = std::make_unique<RouteTelemetryRecord>(allocator_, identity,
+                                                      config_.dims.experts, epoch, stream_);
 }
 
 std::optional<std::string> MoeLayer::capture_blocker(int m) const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "kernels/moe/moe_types.hpp"
+#include "kernels/moe/route_telemetry.hpp"
 
 namespace moe::kernels {
 
@@ -108,6 +109,9 @@ struct MoeForwardArgs {
   void* scratch = nullptr;
   std::size_t scratch_bytes = 0;
   ForwardPath path = ForwardPath::automatic;
+  // Route telemetry record the route kernel accumulates into; disarmed (null) by default, and
+  // then the route does exactly the work it does without it (route_telemetry.hpp).
+  RouteTelemetry telemetry;
 };
 
 // Throws moe::Error naming the bad value; forward calls it first.

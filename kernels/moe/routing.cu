@@ -49,6 +49,7 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/launch.cuh"
+#include "kernels/moe/route_telemetry.cuh"
 
 namespace moe::kernels {
 
@@ -85,6 +86,7 @@ struct RouteParams {
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
   TopKSelect select;       // top_k_select() at enqueue
   bool hold_router_rows;   // hold_router_rows() at enqueue (cluster route)
+  RouteTelemetry telemetry;  // armed: every routed pair is recorded where it is weighed
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -146,6 +148,11 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
     p.topk_weights[at] = w;
     if (ids_copy) ids_copy[at] = my_id;
     if (membership) atomicOr(membership + my_id, 1u << (t0 + t));
+    // Every route kernel weighs each pair here once: the one place telemetry accumulates.
+    if (p.telemetry.header) {
+      detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject_id >= 0 ? p.telemetry.inject_id : my_id);
+      if (lane == 0) detail::record_routed_total(p.telemetry, static_cast<unsigned int>(p.top_k));
+    }
   }
 }
 
@@ -692,6 +699,10 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.counters = l.at<unsigned int>(s, l.done_counters);
   p.select = top_k_select();
   p.hold_router_rows = hold_router_rows();
+  p.telemetry = a.telemetry;
+  if (a.telemetry.armed() && a.telemetry.experts != d.experts)
+    throw Error(ExitCode::probe_error, "enqueue_route: telemetry record for " + std::to_string(a.telemetry.experts) +
+                                           " experts, the layer has " + std::to_string(d.experts));
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
