@@ -7,6 +7,7 @@
 
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
+#include "reports/routing_histogram.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -268,6 +269,7 @@ std::string render_html(const Report& r) {
   out << "</div>\n";
   out << bandwidth_section(r, nullptr);
   out << spread_section_report(r);
+  out << render_histogram_html(r);
   out << case_table(r);
   out << "<h2>Environment</h2>\n"
       << json_details("tool", r.tool) << json_details("environment", r.environment)

@@ -172,6 +172,45 @@ std::string render_line_chart(const LineChart& c) {
   return s.str();
 }
 
+std::string render_bar_chart(const BarChart& c) {
+  const double left = 64, right = 16, top = 36, bottom = 46;
+  const double pw = c.width - left - right, ph = c.height - top - bottom;
+  double ymax = 0;
+  for (const Bar& b : c.bars) ymax = std::max(ymax, b.value);
+  const std::vector<double> yticks = nice_ticks(0, ymax > 0 ? ymax * 1.05 : 1, 4);
+  const double y1 = std::max(yticks.back(), ymax > 0 ? ymax * 1.05 : 1);
+  const double n = static_cast<double>(std::max<std::size_t>(c.bars.size(), 1));
+  const double slot = pw / n, bw = std::max(1.0, slot * 0.8);
+  auto py = [&](double y) { return top + ph - y / y1 * ph; };
+  const std::size_t label_every = std::max<std::size_t>(1, (c.bars.size() + 31) / 32);
+
+  std::ostringstream s;
+  s << open_svg(c.width, c.height, c.title);
+  s << text(left, 20, c.title, "start", "font-size=\"14\" font-weight=\"600\"");
+  for (double t : yticks) {
+    s << line(left, py(t), left + pw, py(t), kGridColor);
+    s << text(left - 6, py(t) + 4, tick_label(t), "end", "fill-opacity=\"0.7\"");
+  }
+  for (std::size_t i = 0; i < c.bars.size(); ++i) {
+    const Bar& b = c.bars[i];
+    const double x = left + slot * static_cast<double>(i) + (slot - bw) / 2;
+    const double y = py(std::max(0.0, b.value));
+    s << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(bw) << "\" height=\""
+      << num(top + ph - y) << "\" fill=\"" << c.color << "\"><title>" << escape_html(b.tooltip)
+      << "</title></rect>\n";
+    if (i % label_every == 0)
+      s << text(x + bw / 2, top + ph + 14, b.label, "middle", "fill-opacity=\"0.7\" font-size=\"10\"");
+  }
+  s << line(left, top + ph, left + pw, top + ph, kAxisColor);
+  s << line(left, top, left, top + ph, kAxisColor);
+  s << text(left + pw / 2, c.height - 8, c.x_label, "middle");
+  s << "<text transform=\"translate(14," << num(top + ph / 2) << ") rotate(-90)\" "
+    << "text-anchor=\"middle\" fill=\"" << kTextColor << "\">" << escape_html(c.y_label)
+    << "</text>\n";
+  s << "</svg>\n";
+  return s.str();
+}
+
 std::string render_spread_chart(const SpreadChart& c) {
   const double label_w = 300, note_w = 150, top = 34, row_h = 20, axis_h = 40;
   const double left = label_w + 8, pw = c.width - left - note_w - 8;

@@ -59,6 +59,24 @@ struct SpreadChart {
 // beyond it are drawn as markers on the edge, so one outlier cannot flatten every row.
 std::string render_spread_chart(const SpreadChart& chart);
 
+struct Bar {
+  std::string label;    // under the bar (every few bars when there are many)
+  double value = 0;
+  std::string tooltip;  // shown on hover
+};
+
+struct BarChart {
+  std::string title;
+  std::string x_label, y_label;
+  std::vector<Bar> bars;  // drawn left to right in the order given
+  std::string color = "#0072B2";
+  int width = 960, height = 260;
+};
+
+// Vertical bars from zero (a routing histogram: one bar an expert). Labels under the bars are
+// thinned to at most about 32, so 256 experts stay legible.
+std::string render_bar_chart(const BarChart& chart);
+
 // A palette that stays distinguishable for colour-blind readers (Okabe-Ito order).
 const std::string& series_color(std::size_t index);
 

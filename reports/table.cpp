@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "reports/routing_histogram.hpp"
+
 namespace moe::report {
 
 std::string fmt(double v, int precision) {
@@ -78,6 +80,7 @@ std::string render_table(const Report& report) {
     for (const Check& k : c.checks)
       if (!k.passed) out << "    check " << k.name << ": " << k.detail << '\n';
   }
+  out << render_histogram_table(report);
   return out.str();
 }
 
