@@ -14,6 +14,7 @@ void run_drop_after_inflight_probe(ProbeState&);
 void run_scratch_regrow_probe(ProbeState&);
 void run_host_nonblocking_probe(ProbeState&);
 void run_barrier_probe(ProbeState&);
+void run_route_telemetry_probe(ProbeState&);
 
 namespace {
 constexpr std::array kProbes{
@@ -48,6 +49,11 @@ constexpr std::array kProbes{
               "moebench's timing loop against one with a no-op barrier: the queue-saturation "
               "artifact (host time converging on GPU time) shown and ruled out",
               &run_barrier_probe, true},
+    ProbeInfo{"route-telemetry",
+              "the route kernel's record of routed experts: one window over eager calls and "
+              "replays equals the oracle, reset refused in capture, overflow and poison fail "
+              "closed, two engines apart; overhead of arming against 2 us and 2%",
+              &run_route_telemetry_probe, true, true},
 };
 }  // namespace
 

@@ -37,6 +37,9 @@ std::vector<std::string> quick_options(std::string_view probe) {
                              "--timeout", "10", "--no-kernel-timing"};
   if (probe == "capture-replay")
     o.insert(o.end(), {"--shape", "tiny", "--m", "4", "--weight-format", "bf16"});
+  // The window's properties only: the overhead gate is a timing of full-size shapes.
+  if (probe == "route-telemetry")
+    o.insert(o.end(), {"--shape", "tiny", "--m", "1,4", "--weight-format", "bf16", "--telemetry", "checks"});
   return o;
 }
 
