@@ -180,6 +180,21 @@ void Engine::reset_telemetry_at_boundary() {
   stream_.drain();
 }
 
+void Engine::apply_residency(int l, const ResidencyPlan& plan, ResidencyFaultPoint fault) {
+  if (l < 0 || l >= layers())
+    throw Error(ExitCode::probe_error, "apply_residency: layer " + std::to_string(l) + " of " + std::to_string(layers()));
+  const BoundaryState state = boundary_state();
+  if (state.capturing) throw BoundaryRefused("residency transition refused: the stream is capturing a graph");
+  if (state.replay_in_flight) throw BoundaryRefused("residency transition refused: a graph replay is in flight");
+  if (!graphs_.empty() && !mutation_active(Mutation::residency_under_live_graph))
+    throw BoundaryRefused("residency transition refused: " + std::to_string(graphs_.size()) +
+                          " captured graph(s) hold layer " + std::to_string(l) +
+                          "'s expert pointer tables; drop them first and capture again after");
+  stream_.drain();
+  layer(l).weights().apply_residency(plan.placement, stream_, fault);
+  stream_.drain();
+}
+
 std::vector<TelemetryWindow> Engine::telemetry_windows() {
   if (auto why = telemetry_epochs_.boundary_refusal(boundary_state(), "snapshot")) throw BoundaryRefused(*why);
   std::vector<TelemetryWindow> out;

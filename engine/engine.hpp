@@ -13,6 +13,8 @@
 #include "engine/moe_layer.hpp"
 #include "engine/shape.hpp"
 #include "engine/stream.hpp"
+#include "engine/residency_policy.hpp"
+#include "engine/residency_transition.hpp"
 #include "engine/telemetry_window.hpp"
 #include "engine/weights_arena.hpp"
 
@@ -90,6 +92,14 @@ class Engine {
   BoundaryState boundary_state() const;
   // This engine's instance number, unique in the process (never an address).
   std::uint64_t instance() const { return instance_; }
+
+  // Expert residency (brief 2.6): moves layer `layer`'s routed experts to `plan` at a safe
+  // boundary. Refused (BoundaryRefused, nothing changed, checked before any drain) while the
+  // stream is capturing, while a replay is in flight, and while any captured graph exists:
+  // graphs hold the layer's pointer tables, which a transition replaces. The engine does not
+  // drop graphs behind its user's back; drop_graphs() first and capture again after. A fault
+  // (ResidencyFault) rolls the transition back (MoeWeights::apply_residency).
+  void apply_residency(int layer, const ResidencyPlan& plan, ResidencyFaultPoint fault = {});
 
   int layers() const { return static_cast<int>(layers_.size()); }
   MoeLayer& layer(int i) { return *layers_[static_cast<std::size_t>(i)]; }

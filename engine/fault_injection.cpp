@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 10> kMutations{{
+constexpr std::array<MutationInfo, 12> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -32,6 +32,12 @@ constexpr std::array<MutationInfo, 10> kMutations{{
      "route-telemetry"},
     {Mutation::telemetry_reset_in_capture, "telemetry-reset-in-capture",
      "the route telemetry reset is accepted while a graph is being captured", "route-telemetry"},
+    {Mutation::residency_under_live_graph, "residency-under-live-graph",
+     "experts move between device and host while a captured graph still holds their pointers: "
+     "its replays read freed memory", "expert-residency"},
+    {Mutation::residency_no_rollback, "residency-no-rollback",
+     "a fault in a residency transition leaves it half applied instead of rolling back",
+     "expert-residency"},
 }};
 
 std::array<std::atomic<bool>, kMutations.size()> g_active{};

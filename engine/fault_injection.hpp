@@ -19,6 +19,8 @@ enum class Mutation {
   telemetry_reset_per_replay,  // forward zeroes the telemetry record itself (captured: every replay)
   telemetry_count_wraps,       // telemetry counts wrap at 2^32 with no overflow flag
   telemetry_reset_in_capture,  // the telemetry reset's refusal during capture removed
+  residency_under_live_graph,  // a residency transition is applied while a graph holds the tables
+  residency_no_rollback,       // a fault in a residency transition leaves it half applied
 };
 
 struct MutationInfo {
