@@ -15,6 +15,7 @@ void run_scratch_regrow_probe(ProbeState&);
 void run_host_nonblocking_probe(ProbeState&);
 void run_barrier_probe(ProbeState&);
 void run_route_telemetry_probe(ProbeState&);
+void run_expert_residency_probe(ProbeState&);
 
 namespace {
 constexpr std::array kProbes{
@@ -54,6 +55,11 @@ constexpr std::array kProbes{
               "replays equals the oracle, reset refused in capture, overflow and poison fail "
               "closed, two engines apart; overhead of arming against 2 us and 2%",
               &run_route_telemetry_probe, true, true},
+    ProbeInfo{"expert-residency",
+              "hot experts on the device, cold ones in host memory from a telemetry window: "
+              "same bits as all-resident, refused in capture and under a live graph, a fault "
+              "rolls back; step time resident, planned and all cold",
+              &run_expert_residency_probe, true, true},
 };
 }  // namespace
 

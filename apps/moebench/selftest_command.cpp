@@ -40,6 +40,7 @@ std::vector<std::string> quick_options(std::string_view probe) {
   // The window's properties only: the overhead gate is a timing of full-size shapes.
   if (probe == "route-telemetry")
     o.insert(o.end(), {"--shape", "tiny", "--m", "1,4", "--weight-format", "bf16", "--telemetry", "checks"});
+  if (probe == "expert-residency") o.insert(o.end(), {"--shape", "tiny", "--m", "4", "--weight-format", "bf16"});
   return o;
 }
 

@@ -45,7 +45,8 @@ TEST_CASE("telemetry and residency options with bad values exit 2 in one line") 
       {"run expert-residency --device-budget lots", "--device-budget"},
   };
   for (const Case& c : cases) {
-    const std::string args = std::string(c.args) + " -o /tmp/moebench-telemetry-cli.json";
+    // -o first: an option left without its value must not take the file name as one.
+    const std::string args = "run -o /tmp/moebench-telemetry-cli.json " + std::string(c.args).substr(4);
     CAPTURE(args);
     const Result r = run(args);
     CAPTURE(r.out);

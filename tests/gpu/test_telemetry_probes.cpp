@@ -2,6 +2,7 @@
 // as built, and fails under each of its mutations with the check its bug breaks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -97,4 +98,48 @@ TEST_CASE("route-telemetry fails under each of its mutations, on the check the b
     CHECK_FALSE(p.checks.at(check));
     for (const auto& c : p.report.at("cases")) CHECK(c.at("verdict") == "FAIL");
   }
+}
+
+TEST_CASE("expert-residency passes on the engine as built") {
+  moe::test::test_device();
+  const ProbeRun p = run_probe("expert-residency", "", "--m 4");
+  CAPTURE(verdicts(p));
+  CHECK(p.exit_code == 0);
+  for (const auto& [name, passed] : p.checks) CHECK_MESSAGE(passed, name);
+  for (const char* name : {"all_resident_matches_reference", "transition_refused_during_capture",
+                           "transition_refused_under_live_graph", "fault_rolls_back", "planned_output_identical",
+                           "all_cold_output_identical"})
+    CHECK_MESSAGE(p.checks.count(name) == 1, name);
+  const auto& c = p.report.at("cases").at(0);
+  CHECK(c.at("verdict") == "PASS");
+  CHECK(c.at("metrics").at("device_bytes_saved").at("value").get<double>() > 0);
+  CHECK(c.at("evidence").at("plan").at("cold").get<int>() > 0);
+}
+
+TEST_CASE("expert-residency fails under each of its mutations, on the check the bug breaks") {
+  moe::test::test_device();
+  const std::map<std::string, std::string> broken{
+      {"residency-under-live-graph", "transition_refused_under_live_graph"},
+      {"residency-no-rollback", "fault_rolls_back"},
+  };
+  for (const auto& [mutation, check] : broken) {
+    CAPTURE(mutation);
+    const ProbeRun p = run_probe("expert-residency", mutation, "--m 4");
+    CAPTURE(verdicts(p));
+    CHECK(p.exit_code == 1);
+    REQUIRE(p.checks.count(check) == 1);
+    CHECK_FALSE(p.checks.at(check));
+    for (const auto& c : p.report.at("cases")) CHECK(c.at("verdict") == "FAIL");
+  }
+}
+
+TEST_CASE("a device budget larger than the device is refused in one line, exit 2") {
+  moe::test::test_device();
+  const moe::test::CliResult r =
+      moe::test::moebench_line("run expert-residency --shape tiny --device-budget 1000000000000000 -o /tmp/moebench-budget.json");
+  const std::string out = r.out + r.err;
+  CAPTURE(out);
+  CHECK(r.exit_code == 2);
+  CHECK(out.find("--device-budget 1000000000000000 is larger than the device") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
 }
