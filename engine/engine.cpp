@@ -127,8 +127,13 @@ void Engine::replay() {
   if (it == graphs_.end())
     throw Error(ExitCode::probe_error, "no graph captured for M=" + std::to_string(m_));
   it->second->replay(stream_);
-  if (!replay_done_) replay_done_ = std::make_unique<CudaEvent>();
-  replay_done_->record(stream_.handle());
+  // Only graphs that write a record need telling apart from finished ones (the telemetry
+  // boundary); a disarmed engine's replay costs no event record. A residency transition is
+  // refused while any graph exists, replaying or not.
+  if (telemetry_epochs_.armed()) {
+    if (!replay_done_) replay_done_ = std::make_unique<CudaEvent>();
+    replay_done_->record(stream_.handle());
+  }
 }
 
 BoundaryState Engine::boundary_state() const {

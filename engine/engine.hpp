@@ -126,7 +126,7 @@ class Engine {
   std::uint64_t instance_ = 0;
   int device_ordinal_ = 0;
   TelemetryEpochs telemetry_epochs_;
-  std::unique_ptr<CudaEvent> replay_done_;  // recorded after each replay
+  std::unique_ptr<CudaEvent> replay_done_;  // recorded after each replay while armed
 };
 
 }  // namespace moe
