@@ -129,6 +129,11 @@ void run_expert_residency_probe(ProbeState& state) {
                               {"hot_share", policy.hot_share}, {"budget_bytes", policy.budget_bytes}};
         const std::vector<Placement> before = e.layer(0).weights().placement();
         e.set_input(m, seed(0));
+        // The refusals are tried with every routed expert going cold: under skewed routing the
+        // plan's cold experts are the ones no token reads, and a graph replay would not notice
+        // them moving; the experts every token reads must move for the hazard to show.
+        ResidencyPlan cold = all_resident(dims.experts, "every routed expert cold");
+        std::fill(cold.placement.begin(), cold.placement.end(), Placement::host);
 
         // 3. Refused during capture, nothing changed.
         std::string in_capture;
@@ -136,7 +141,7 @@ void run_expert_residency_probe(ProbeState& state) {
           CapturedGraph g(e.stream(), [&] {
             e.forward();
             try {
-              e.apply_residency(0, plan);
+              e.apply_residency(0, cold);
             } catch (const BoundaryRefused& r) {
               in_capture = r.what();
             }
@@ -155,13 +160,13 @@ void run_expert_residency_probe(ProbeState& state) {
         e.stream().drain();
         std::string live;
         try {
-          e.apply_residency(0, plan);
+          e.apply_residency(0, cold);
         } catch (const BoundaryRefused& r) {
           live = r.what();
         }
         std::size_t live_diff = 0;
         {
-          FreedBlockWriter other(state.allocator(), dims, plan.cold() + 1, e.stream());
+          FreedBlockWriter other(state.allocator(), dims, dims.experts + 1, e.stream());
           e.replay();
           live_diff = differing(e, reference);
         }
@@ -213,8 +218,6 @@ void run_expert_residency_probe(ProbeState& state) {
         const std::size_t saved = in_use0 > in_use1 ? in_use0 - in_use1 : 0;
 
         // 7. Every routed expert cold: still the same bits; then all back.
-        ResidencyPlan cold = all_resident(dims.experts, "every routed expert cold");
-        std::fill(cold.placement.begin(), cold.placement.end(), Placement::host);
         e.apply_residency(0, cold);
         e.forward();
         const std::size_t cold_diff = differing(e, reference);
