@@ -209,6 +209,16 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   bool stream_blocker = true;
   o.read("stream_blocker", stream_blocker);
   common.no_stream_blocker = !stream_blocker;
+  // Telemetry and residency options (absent in older reports). The policy's are passed on only
+  // when they were set: they are refused for runs without probe expert-residency.
+  o.read("telemetry", common.telemetry);
+  o.read("histogram", common.histogram);
+  double hot_share = RunOptions{}.hot_share;
+  o.read("hot_share", hot_share);
+  if (hot_share != RunOptions{}.hot_share) common.hot_share = hot_share;
+  std::size_t device_budget = 0;
+  o.read("device_budget", device_budget);
+  if (device_budget) common.device_budget = device_budget;
   std::string run_mutation;
   o.read("mutation", run_mutation);
   if (!run_mutation.empty())
