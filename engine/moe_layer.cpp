@@ -49,7 +49,8 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.path = config_.path;
   if (telemetry_) {
     args.telemetry = telemetry_->view();
-    args.telemetry.inject_id = telemetry_inject_id_;
+    args.telemetry.inject = telemetry_inject_id_.has_value();
+    args.telemetry.inject_id = telemetry_inject_id_.value_or(0);
     args.telemetry.counts_wrap = mutation_active(Mutation::telemetry_count_wraps);  // the unguarded add
     if (mutation_active(Mutation::telemetry_reset_per_replay)) telemetry_->enqueue_zero(stream_);
   }

@@ -58,8 +58,8 @@ class MoeLayer {
   RouteTelemetryRecord* telemetry() { return telemetry_.get(); }
   const RouteTelemetryRecord* telemetry() const { return telemetry_.get(); }
   // Fault point of probe route-telemetry: from the next forward on, record pair (token 0,
-  // slot 0) as expert `id` (-1: off). Routing is unchanged.
-  void inject_telemetry_id(int id) { telemetry_inject_id_ = id; }
+  // slot 0) as expert `id` (nullopt: off). Routing is unchanged.
+  void inject_telemetry_id(std::optional<int> id) { telemetry_inject_id_ = id; }
 
  private:
   LayerConfig config_;
@@ -71,7 +71,7 @@ class MoeLayer {
   const void* last_scratch_ = nullptr;
   std::size_t forwards_ = 0;
   std::unique_ptr<RouteTelemetryRecord> telemetry_;
-  int telemetry_inject_id_ = -1;
+  std::optional<int> telemetry_inject_id_;
 };
 
 }  // namespace moe

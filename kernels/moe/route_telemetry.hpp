@@ -49,10 +49,11 @@ struct RouteTelemetry {
   std::uint32_t* bitmap = nullptr;
   std::uint32_t* counts = nullptr;
   int experts = 0;
-  // Fault point of probe route-telemetry: when >= 0, the pair (token 0, slot 0) of each call is
-  // recorded as this expert id instead of its real one (routing itself is unchanged), so an
-  // out-of-range id reaches the accumulation.
-  int inject_id = -1;
+  // Fault point of probe route-telemetry: when `inject`, the pair (token 0, slot 0) of each call
+  // is recorded as expert `inject_id` (any value, negative too) instead of its real one (routing
+  // itself is unchanged), so an out-of-range id reaches the accumulation.
+  bool inject = false;
+  int inject_id = 0;
   // Mutation telemetry-count-wraps: a count that reaches 2^32 wraps silently (no saturation,
   // no overflow flag), as an unguarded atomicAdd does.
   bool counts_wrap = false;

@@ -150,7 +150,7 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
     if (membership) atomicOr(membership + my_id, 1u << (t0 + t));
     // Every route kernel weighs each pair here once: the one place telemetry accumulates.
     if (p.telemetry.header) {
-      detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject_id >= 0 ? p.telemetry.inject_id : my_id);
+      detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject ? p.telemetry.inject_id : my_id);
       if (lane == 0) detail::record_routed_total(p.telemetry, static_cast<unsigned int>(p.top_k));
     }
   }

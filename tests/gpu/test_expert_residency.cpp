@@ -25,7 +25,7 @@ std::vector<std::uint64_t> layer_checksums(Engine& e) {
   const std::size_t n = static_cast<std::size_t>(dims.total_experts()) * kernels::kExpertTensors;
   DeviceAllocator plain(DeviceAllocator::Mode::plain);
   DeviceBuffer out = plain.allocate(n * 8);
-  MOE_CUDA_CHECK(cudaMemset(out.data(), 0xA5, n * 8));  // poisoned: every entry must be written
+  MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xA5, n * 8, e.stream().handle()));  // poisoned: every entry written
   kernels::enqueue_expert_checksums(dims, e.layer(0).weights().resident_table(e.stream()), out.as<std::uint64_t>(),
                                     e.stream().handle());
   e.stream().drain();
@@ -93,7 +93,8 @@ TEST_CASE("cold experts give the all-resident output bit for bit, and the device
       const std::size_t in_use = allocator.stats().bytes_in_use;
       e.apply_residency(0, {every(E, Placement::host), false, ""});
       CHECK(in_use - allocator.stats().bytes_in_use == static_cast<std::size_t>(E) * e.layer(0).weights().expert_bytes());
-      MOE_CUDA_CHECK(cudaMemset(const_cast<__nv_bfloat16*>(e.output(0)), 0xFF, elements * 2));  // poisoned
+      MOE_CUDA_CHECK(cudaMemsetAsync(const_cast<__nv_bfloat16*>(e.output(0)), 0xFF, elements * 2,
+                                     e.stream().handle()));  // poisoned
       e.forward();
       e.stream().drain();
       CHECK(count_differences(e.output(0), resident, elements) == 0);

@@ -56,6 +56,7 @@ struct RouteRig {
       std::memcpy(&r[static_cast<std::size_t>(e) * dims.hidden], &r[static_cast<std::size_t>(e - 1) * dims.hidden],
                   2 * static_cast<std::size_t>(dims.hidden));
     MOE_CUDA_CHECK(cudaMemcpy(router.data(), r.data(), r.size() * 2, cudaMemcpyHostToDevice));
+    MOE_CUDA_CHECK(cudaDeviceSynchronize());  // a pageable upload may still be in flight: rig.stream does not wait
   }
 
   // Fresh random activations; every fifth token all zero (every logit 0: a k-way tie).
@@ -66,6 +67,7 @@ struct RouteRig {
       for (int i = 0; i < dims.hidden; ++i)
         h[static_cast<std::size_t>(t) * dims.hidden + i] = t % 5 == 4 ? 0 : float_to_bf16_bits(u(rng));
     MOE_CUDA_CHECK(cudaMemcpy(x.data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    MOE_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   MoeForwardArgs args(const RouteTelemetry& t) const {
@@ -109,6 +111,7 @@ struct RouteRig {
     }
     const auto image = w.to_record();
     MOE_CUDA_CHECK(cudaMemcpy(record.data(), image.data(), image.size(), cudaMemcpyHostToDevice));
+    MOE_CUDA_CHECK(cudaDeviceSynchronize());
     return route_telemetry_view(record.data(), dims.experts);
   }
 
@@ -208,13 +211,16 @@ TEST_CASE("an out-of-range id poisons the window without touching the bitmap or 
     RouteRig rig(cfg.dims, cfg.m, cfg.path, ++seed);
     RouteTelemetry t = rig.open_record();
     std::vector<std::uint64_t> oracle(static_cast<std::size_t>(cfg.dims.experts), 0);
-    const int injected[kCallsPerWindow] = {-1, cfg.dims.experts + 5, -3, cfg.dims.experts};
+    // Call 0 records its pairs as routed; calls 1-3 record pair 0 as an id just past E, a
+    // negative one, and one far out.
+    const int injected[kCallsPerWindow] = {0, cfg.dims.experts, -3, cfg.dims.experts + 1000};
     for (int call = 0; call < kCallsPerWindow; ++call) {
       rig.new_input();
+      t.inject = call > 0;
       t.inject_id = injected[call];
       const std::vector<int> ids = rig.topk_ids(rig.route(t));
       for (std::size_t i = 0; i < ids.size(); ++i)
-        if (!(i == 0 && injected[call] != -1)) ++oracle[static_cast<std::size_t>(ids[i])];
+        if (!(i == 0 && t.inject)) ++oracle[static_cast<std::size_t>(ids[i])];
     }
     const TelemetryWindow w = rig.read_record();
     CHECK(w.poisoned());
