@@ -15,12 +15,8 @@ RouteTelemetryRecord::RouteTelemetryRecord(DeviceAllocator& allocator, const Tel
 }
 
 void RouteTelemetryRecord::open_window(std::uint64_t epoch, Stream& stream) {
-  TelemetryWindow w;
-  w.epoch = epoch;
-  w.identity = identity_;
-  w.bitmap.assign(kernels::route_telemetry_bitmap_words(experts_), 0u);
-  w.counts.assign(static_cast<std::size_t>(experts_), 0u);
-  write(w, stream);
+  write(TelemetryWindow::consistent(identity_, epoch, std::vector<std::uint32_t>(static_cast<std::size_t>(experts_), 0u)),
+        stream);
 }
 
 void RouteTelemetryRecord::write(const TelemetryWindow& window, Stream& stream) {

@@ -31,6 +31,20 @@ std::vector<int> TelemetryWindow::routed_experts() const {
   return out;
 }
 
+TelemetryWindow TelemetryWindow::consistent(const TelemetryIdentity& identity, std::uint64_t epoch,
+                                            std::vector<std::uint32_t> counts) {
+  TelemetryWindow w;
+  w.epoch = epoch;
+  w.identity = identity;
+  w.counts = std::move(counts);
+  w.bitmap.assign(kernels::route_telemetry_bitmap_words(w.experts()), 0u);
+  for (std::size_t e = 0; e < w.counts.size(); ++e) {
+    w.total += w.counts[e];
+    if (w.counts[e]) w.bitmap[e / 32] |= 1u << (e % 32);
+  }
+  return w;
+}
+
 TelemetryWindow TelemetryWindow::from_record(const void* record, std::size_t bytes) {
   if (bytes < sizeof(RouteTelemetryHeader))
     throw Error(ExitCode::probe_error, "telemetry record of " + std::to_string(bytes) +

@@ -39,6 +39,10 @@ struct TelemetryWindow {
   std::vector<int> routed_experts() const;  // ascending
   bool empty() const { return total == 0; }
 
+  // A window as the route kernel would leave it after routing `counts` (bits and total follow),
+  // flags clear: an empty window to open, or a preload.
+  static TelemetryWindow consistent(const TelemetryIdentity& identity, std::uint64_t epoch,
+                                    std::vector<std::uint32_t> counts);
   // Parses the device layout of kernels/moe/route_telemetry.hpp. Raises moe::Error when
   // `bytes` is not the size a record of the header's expert count has.
   static TelemetryWindow from_record(const void* record, std::size_t bytes);

@@ -59,6 +59,28 @@ std::string open_svg(int width, int height, const std::string& title) {
          "</title>\n";
 }
 
+// Horizontal grid lines at `ticks`, labelled left of the plot area.
+template <class Y>
+std::string y_grid(const std::vector<double>& ticks, double left, double width, Y py) {
+  std::string s;
+  for (double t : ticks) {
+    s += line(left, py(t), left + width, py(t), kGridColor);
+    s += text(left - 6, py(t) + 4, tick_label(t), "end", "fill-opacity=\"0.7\"");
+  }
+  return s;
+}
+
+// The plot area's two axes, the x label under it and the y label turned along it.
+std::string axes(double left, double top, double pw, double ph, int height, const std::string& x_label,
+                 const std::string& y_label) {
+  std::string s = line(left, top + ph, left + pw, top + ph, kAxisColor);
+  s += line(left, top, left, top + ph, kAxisColor);
+  s += text(left + pw / 2, height - 8, x_label, "middle");
+  s += "<text transform=\"translate(14," + num(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\" fill=\"" +
+       kTextColor + "\">" + escape_html(y_label) + "</text>\n";
+  return s;
+}
+
 }  // namespace
 
 const std::string& series_color(std::size_t index) {
@@ -109,11 +131,7 @@ std::string render_line_chart(const LineChart& c) {
   std::ostringstream s;
   s << open_svg(c.width, c.height, c.title);
   s << text(left, 20, c.title, "start", "font-size=\"14\" font-weight=\"600\"");
-  // Grid and axes.
-  for (double t : yticks) {
-    s << line(left, py(t), left + pw, py(t), kGridColor);
-    s << text(left - 6, py(t) + 4, tick_label(t), "end", "fill-opacity=\"0.7\"");
-  }
+  s << y_grid(yticks, left, pw, py);  // grid and axes
   std::vector<double> xticks;
   if (c.log2_x) {
     for (double e = std::ceil(x0); e <= x1; e += 1) xticks.push_back(std::exp2(e));
@@ -129,12 +147,7 @@ std::string render_line_chart(const LineChart& c) {
     s << line(px(t), top, px(t), top + ph, kGridColor);
     s << text(px(t), top + ph + 16, tick_label(t), "middle", "fill-opacity=\"0.7\"");
   }
-  s << line(left, top + ph, left + pw, top + ph, kAxisColor);
-  s << line(left, top, left, top + ph, kAxisColor);
-  s << text(left + pw / 2, c.height - 8, c.x_label, "middle");
-  s << "<text transform=\"translate(14," << num(top + ph / 2) << ") rotate(-90)\" "
-    << "text-anchor=\"middle\" fill=\"" << kTextColor << "\">" << escape_html(c.y_label)
-    << "</text>\n";
+  s << axes(left, top, pw, ph, c.height, c.x_label, c.y_label);
 
   std::vector<double> label_ys;
   for (const ReferenceLine& r : c.references) {
@@ -187,10 +200,7 @@ std::string render_bar_chart(const BarChart& c) {
   std::ostringstream s;
   s << open_svg(c.width, c.height, c.title);
   s << text(left, 20, c.title, "start", "font-size=\"14\" font-weight=\"600\"");
-  for (double t : yticks) {
-    s << line(left, py(t), left + pw, py(t), kGridColor);
-    s << text(left - 6, py(t) + 4, tick_label(t), "end", "fill-opacity=\"0.7\"");
-  }
+  s << y_grid(yticks, left, pw, py);
   for (std::size_t i = 0; i < c.bars.size(); ++i) {
     const Bar& b = c.bars[i];
     const double x = left + slot * static_cast<double>(i) + (slot - bw) / 2;
@@ -201,12 +211,7 @@ std::string render_bar_chart(const BarChart& c) {
     if (i % label_every == 0)
       s << text(x + bw / 2, top + ph + 14, b.label, "middle", "fill-opacity=\"0.7\" font-size=\"10\"");
   }
-  s << line(left, top + ph, left + pw, top + ph, kAxisColor);
-  s << line(left, top, left, top + ph, kAxisColor);
-  s << text(left + pw / 2, c.height - 8, c.x_label, "middle");
-  s << "<text transform=\"translate(14," << num(top + ph / 2) << ") rotate(-90)\" "
-    << "text-anchor=\"middle\" fill=\"" << kTextColor << "\">" << escape_html(c.y_label)
-    << "</text>\n";
+  s << axes(left, top, pw, ph, c.height, c.x_label, c.y_label);
   s << "</svg>\n";
   return s.str();
 }

@@ -215,12 +215,8 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
   //    two (pigeonhole: more pairs than experts).
   {
     for (int l = 0; l < e.layers(); ++l) {
-      TelemetryWindow pre = e.telemetry_windows()[static_cast<std::size_t>(l)];
-      for (int x = 0; x < E; ++x) {
-        pre.counts[static_cast<std::size_t>(x)] = 0xFFFFFFFEu;
-        pre.bitmap[static_cast<std::size_t>(x) / 32] |= 1u << (x % 32);
-      }
-      pre.total = static_cast<std::uint64_t>(E) * 0xFFFFFFFEull;
+      const TelemetryWindow pre = TelemetryWindow::consistent(
+          e.telemetry_identity(l), e.telemetry_epochs().epoch(), std::vector<std::uint32_t>(static_cast<std::size_t>(E), 0xFFFFFFFEu));
       e.layer(l).telemetry()->write(pre, e.stream());
     }
     e.stream().drain();

@@ -17,16 +17,7 @@ namespace {
 const TelemetryIdentity kOwn{1, 0, 0};
 
 TelemetryWindow window_with(const std::vector<std::uint32_t>& counts) {
-  TelemetryWindow w;
-  w.epoch = 1;
-  w.identity = kOwn;
-  w.counts = counts;
-  w.bitmap.assign(kernels::route_telemetry_bitmap_words(static_cast<int>(counts.size())), 0u);
-  for (std::size_t e = 0; e < counts.size(); ++e) {
-    w.total += counts[e];
-    if (counts[e]) w.bitmap[e / 32] |= 1u << (e % 32);
-  }
-  return w;
+  return TelemetryWindow::consistent(kOwn, 1, counts);
 }
 
 std::vector<int> hot_of(const ResidencyPlan& p) {

@@ -16,16 +16,7 @@ const TelemetryIdentity kOwn{7, 2, 0};
 
 // A consistent window of `experts` with the given counts (bits and total follow).
 TelemetryWindow window_with(const std::vector<std::uint32_t>& counts, std::uint64_t epoch = 3) {
-  TelemetryWindow w;
-  w.epoch = epoch;
-  w.identity = kOwn;
-  w.counts = counts;
-  w.bitmap.assign(kernels::route_telemetry_bitmap_words(static_cast<int>(counts.size())), 0u);
-  for (std::size_t e = 0; e < counts.size(); ++e) {
-    w.total += counts[e];
-    if (counts[e]) w.bitmap[e / 32] |= 1u << (e % 32);
-  }
-  return w;
+  return TelemetryWindow::consistent(kOwn, epoch, counts);
 }
 
 std::vector<std::uint32_t> some_counts(int experts) {

@@ -25,6 +25,7 @@ using namespace moe::kernels;
 namespace {
 
 constexpr std::uint8_t kPoisonByte = 0xA5;
+const TelemetryIdentity kIdentity{1, 0, 0};
 
 // One layer's routing inputs and scratch, the route stage run by itself.
 struct RouteRig {
@@ -100,16 +101,10 @@ struct RouteRig {
   }
 
   RouteTelemetry open_record(const std::vector<std::uint32_t>& preload = {}) {
-    TelemetryWindow w;
-    w.epoch = 1;
-    w.identity = {1, 0, 0};
-    w.counts = preload.empty() ? std::vector<std::uint32_t>(static_cast<std::size_t>(dims.experts), 0u) : preload;
-    w.bitmap.assign(route_telemetry_bitmap_words(dims.experts), 0u);
-    for (int e = 0; e < dims.experts; ++e) {
-      w.total += w.counts[static_cast<std::size_t>(e)];
-      if (w.counts[static_cast<std::size_t>(e)]) w.bitmap[static_cast<std::size_t>(e) / 32] |= 1u << (e % 32);
-    }
-    const auto image = w.to_record();
+    const auto image = TelemetryWindow::consistent(
+                           kIdentity, 1,
+                           preload.empty() ? std::vector<std::uint32_t>(static_cast<std::size_t>(dims.experts), 0u) : preload)
+                           .to_record();
     MOE_CUDA_CHECK(cudaMemcpy(record.data(), image.data(), image.size(), cudaMemcpyHostToDevice));
     MOE_CUDA_CHECK(cudaDeviceSynchronize());
     return route_telemetry_view(record.data(), dims.experts);
@@ -160,15 +155,33 @@ std::string describe(const Config& c) {
 
 constexpr int kCallsPerWindow = 4;
 
-}  // namespace
+// The window's counts and bits equal the oracle's, expert by expert.
+void check_against(const TelemetryWindow& w, const std::vector<std::uint64_t>& oracle) {
+  for (int e = 0; e < w.experts(); ++e) {
+    CAPTURE(e);
+    CHECK(w.counts[static_cast<std::size_t>(e)] == oracle[static_cast<std::size_t>(e)]);
+    CHECK(w.routed(e) == (oracle[static_cast<std::size_t>(e)] > 0));
+  }
+}
 
-TEST_CASE("armed, the route kernels' window equals the CPU oracle over several calls") {
+// Runs `body(cfg, rig)` over every configuration, each on a fresh rig and seed (printed, so a
+// failure can be rerun).
+template <class Body>
+void for_each_rig(Body body) {
   test::test_device();
   std::uint64_t seed = std::random_device{}();
   MESSAGE("seed " << seed);
   for (const Config& cfg : configs()) {
     CAPTURE(describe(cfg));
     RouteRig rig(cfg.dims, cfg.m, cfg.path, ++seed);
+    body(cfg, rig);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("armed, the route kernels' window equals the CPU oracle over several calls") {
+  for_each_rig([](const Config& cfg, RouteRig& rig) {
     const RouteTelemetry t = rig.open_record();
     std::vector<std::uint64_t> oracle(static_cast<std::size_t>(cfg.dims.experts), 0);
     for (int call = 0; call < kCallsPerWindow; ++call) {
@@ -193,22 +206,13 @@ TEST_CASE("armed, the route kernels' window equals the CPU oracle over several c
     const TelemetryWindow w = rig.read_record();
     CHECK(w.flags == 0);
     CHECK(w.total == static_cast<std::uint64_t>(kCallsPerWindow) * cfg.m * cfg.dims.top_k);
-    for (int e = 0; e < cfg.dims.experts; ++e) {
-      CAPTURE(e);
-      CHECK(w.counts[static_cast<std::size_t>(e)] == oracle[static_cast<std::size_t>(e)]);
-      CHECK(w.routed(e) == (oracle[static_cast<std::size_t>(e)] > 0));
-    }
-    CHECK(validate_window(w, {1, 0, 0}, 1).usable());
-  }
+    check_against(w, oracle);
+    CHECK(validate_window(w, kIdentity, 1).usable());
+  });
 }
 
 TEST_CASE("an out-of-range id poisons the window without touching the bitmap or any count") {
-  test::test_device();
-  std::uint64_t seed = std::random_device{}();
-  MESSAGE("seed " << seed);
-  for (const Config& cfg : configs()) {
-    CAPTURE(describe(cfg));
-    RouteRig rig(cfg.dims, cfg.m, cfg.path, ++seed);
+  for_each_rig([](const Config& cfg, RouteRig& rig) {
     RouteTelemetry t = rig.open_record();
     std::vector<std::uint64_t> oracle(static_cast<std::size_t>(cfg.dims.experts), 0);
     // Call 0 records its pairs as routed; calls 1-3 record pair 0 as an id just past E, a
@@ -226,24 +230,15 @@ TEST_CASE("an out-of-range id poisons the window without touching the bitmap or 
     CHECK(w.poisoned());
     CHECK_FALSE(w.overflowed());
     CHECK(w.total == static_cast<std::uint64_t>(kCallsPerWindow) * cfg.m * cfg.dims.top_k);
-    for (int e = 0; e < cfg.dims.experts; ++e) {
-      CAPTURE(e);
-      CHECK(w.counts[static_cast<std::size_t>(e)] == oracle[static_cast<std::size_t>(e)]);
-      CHECK(w.routed(e) == (oracle[static_cast<std::size_t>(e)] > 0));
-    }
-    CHECK(validate_window(w, {1, 0, 0}, 1).problem == WindowProblem::poisoned);
-  }
+    check_against(w, oracle);
+    CHECK(validate_window(w, kIdentity, 1).problem == WindowProblem::poisoned);
+  });
 }
 
 TEST_CASE("counts saturate at 2^32 - 1 with the sticky overflow bit; the mutation wraps them") {
-  test::test_device();
-  std::uint64_t seed = std::random_device{}();
-  MESSAGE("seed " << seed);
   for (bool wraps : {false, true}) {
-    for (const Config& cfg : configs()) {
-      CAPTURE(describe(cfg));
-      CAPTURE(wraps);
-      RouteRig rig(cfg.dims, cfg.m, cfg.path, ++seed);
+    CAPTURE(wraps);
+    for_each_rig([wraps](const Config& cfg, RouteRig& rig) {
       const std::vector<std::uint32_t> preload(static_cast<std::size_t>(cfg.dims.experts), 0xFFFFFFFEu);
       RouteTelemetry t = rig.open_record(preload);
       t.counts_wrap = wraps;
@@ -265,22 +260,17 @@ TEST_CASE("counts saturate at 2^32 - 1 with the sticky overflow bit; the mutatio
       if (cfg.m >= 5) REQUIRE(any_wrap);
       CHECK(w.overflowed() == (any_wrap && !wraps));
       CHECK_FALSE(w.poisoned());
-      if (any_wrap) CHECK_FALSE(validate_window(w, {1, 0, 0}, 1).usable());
-    }
+      if (any_wrap) CHECK_FALSE(validate_window(w, kIdentity, 1).usable());
+    });
   }
 }
 
 TEST_CASE("disarmed and armed, the route writes the same bytes") {
-  test::test_device();
-  std::uint64_t seed = std::random_device{}();
-  MESSAGE("seed " << seed);
-  for (const Config& cfg : configs()) {
-    CAPTURE(describe(cfg));
-    RouteRig rig(cfg.dims, cfg.m, cfg.path, ++seed);
+  for_each_rig([](const Config& cfg, RouteRig& rig) {
     rig.new_input();
     const std::vector<std::uint8_t> disarmed = rig.route(RouteTelemetry{});
     const std::vector<std::uint8_t> armed = rig.route(rig.open_record());
     CHECK(disarmed == armed);
     CHECK(rig.read_record().total == static_cast<std::uint64_t>(cfg.m) * cfg.dims.top_k);
-  }
+  });
 }

@@ -51,6 +51,19 @@ std::string verdicts(const ProbeRun& p) {
   return v;
 }
 
+// Each mutation of `probe` turns its run red on the check its bug breaks, and every case FAILs.
+void expect_caught(const std::string& probe, const std::map<std::string, std::string>& broken, const std::string& extra) {
+  for (const auto& [mutation, check] : broken) {
+    CAPTURE(mutation);
+    const ProbeRun p = run_probe(probe, mutation, extra);
+    CAPTURE(verdicts(p));
+    CHECK(p.exit_code == 1);
+    REQUIRE(p.checks.count(check) == 1);
+    CHECK_FALSE(p.checks.at(check));
+    for (const auto& c : p.report.at("cases")) CHECK(c.at("verdict") == "FAIL");
+  }
+}
+
 }  // namespace
 
 TEST_CASE("route-telemetry passes on the engine as built, with a histogram a layer") {
@@ -84,20 +97,11 @@ TEST_CASE("route-telemetry measures the overhead of arming, with its interval") 
 
 TEST_CASE("route-telemetry fails under each of its mutations, on the check the bug breaks") {
   moe::test::test_device();
-  const std::map<std::string, std::string> broken{
-      {"telemetry-reset-per-replay", "window_matches_oracle"},
-      {"telemetry-count-wraps", "overflow_saturates_sticky"},
-      {"telemetry-reset-in-capture", "reset_refused_during_capture"},
-  };
-  for (const auto& [mutation, check] : broken) {
-    CAPTURE(mutation);
-    const ProbeRun p = run_probe("route-telemetry", mutation, "--m 4 --telemetry checks");
-    CAPTURE(verdicts(p));
-    CHECK(p.exit_code == 1);
-    REQUIRE(p.checks.count(check) == 1);
-    CHECK_FALSE(p.checks.at(check));
-    for (const auto& c : p.report.at("cases")) CHECK(c.at("verdict") == "FAIL");
-  }
+  expect_caught("route-telemetry",
+                {{"telemetry-reset-per-replay", "window_matches_oracle"},
+                 {"telemetry-count-wraps", "overflow_saturates_sticky"},
+                 {"telemetry-reset-in-capture", "reset_refused_during_capture"}},
+                "--m 4 --telemetry checks");
 }
 
 TEST_CASE("expert-residency passes on the engine as built") {
@@ -118,19 +122,10 @@ TEST_CASE("expert-residency passes on the engine as built") {
 
 TEST_CASE("expert-residency fails under each of its mutations, on the check the bug breaks") {
   moe::test::test_device();
-  const std::map<std::string, std::string> broken{
-      {"residency-under-live-graph", "transition_refused_under_live_graph"},
-      {"residency-no-rollback", "fault_rolls_back"},
-  };
-  for (const auto& [mutation, check] : broken) {
-    CAPTURE(mutation);
-    const ProbeRun p = run_probe("expert-residency", mutation, "--m 4");
-    CAPTURE(verdicts(p));
-    CHECK(p.exit_code == 1);
-    REQUIRE(p.checks.count(check) == 1);
-    CHECK_FALSE(p.checks.at(check));
-    for (const auto& c : p.report.at("cases")) CHECK(c.at("verdict") == "FAIL");
-  }
+  expect_caught("expert-residency",
+                {{"residency-under-live-graph", "transition_refused_under_live_graph"},
+                 {"residency-no-rollback", "fault_rolls_back"}},
+                "--m 4");
 }
 
 TEST_CASE("a device budget larger than the device is refused in one line, exit 2") {
