@@ -100,7 +100,9 @@ void run_expert_residency_probe(ProbeState& state) {
         const std::size_t expert_bytes = e.layer(0).weights().expert_bytes();
         const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
 
-        // 1. All resident: the reference output, and its step time.
+        // 1. All resident: the reference output, and its step time. Armed from the start, so
+        //    the three timings pay the same route telemetry.
+        e.arm_telemetry();
         e.set_input(m, seed(0));
         e.forward();
         c.checks.push_back(check_layer_output(e.layer(0), e.output(0), m, seed(0)).as_check("all_resident_matches_reference"));
@@ -108,8 +110,8 @@ void run_expert_residency_probe(ProbeState& state) {
         const std::vector<std::uint64_t> sums0 = checksums(e);
         report::Measurement resident = time_step(state, e, "expert-residency/" + shape.name + "/all-resident");
 
-        // 2. A telemetry window and the plan.
-        e.arm_telemetry();
+        // 2. A telemetry window of its own and the plan.
+        e.reset_telemetry_at_boundary();
         for (int i = 0; i < kWindowCalls; ++i) {
           e.set_input(m, seed(1 + i));
           e.forward();
