@@ -6,6 +6,7 @@
 
 #include "common/errors.hpp"
 #include "reports/html_page.hpp"
+#include "reports/markdown.hpp"
 #include "reports/routing_histogram.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
@@ -102,4 +103,13 @@ TEST_CASE("bar heights follow the values, labels thin out past 32 bars") {
   BarChart empty;
   empty.title = "nothing";
   CHECK(render_bar_chart(empty).find("</svg>") != std::string::npos);
+}
+
+TEST_CASE("the Markdown summary carries the histogram table in a fold") {
+  const std::string md = moe::report::render_markdown(report_with(two_layers()));
+  CHECK(md.find("<summary>Routing histograms</summary>") != std::string::npos);
+  CHECK(md.find("e0 50.0%, e2 25.0%, e3 25.0%") != std::string::npos);
+  Report none;
+  none.cases.push_back(report_with(two_layers()).cases[1]);
+  CHECK(render_markdown(none).find("Routing histograms") == std::string::npos);
 }
