@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "support/cli_runner.hpp"
 
@@ -60,4 +63,28 @@ TEST_CASE("the histogram request is accepted for the default suite, which has a 
   // Validation passes; without a GPU the run then stops at the device (exit 3), with one.
   const Result r = run("run --histogram --telemetry checks -o /tmp/moebench-telemetry-cli-suite.json");
   CHECK(r.code != 2);
+}
+
+TEST_CASE("repro of a report reruns with its telemetry, histogram and residency options") {
+  auto j = nlohmann::json::parse(moe::test::read_text(moe::test::data_file("reports/h200-copy.json")));
+  auto& cases = j.at("cases");
+  nlohmann::json telemetry = cases.at(0), residency = cases.at(0);
+  telemetry["probe"] = "route-telemetry";
+  telemetry["name"] = "window";
+  residency["probe"] = "expert-residency";
+  residency["name"] = "transition";
+  cases = nlohmann::json::array({telemetry, residency});
+  j["options"]["telemetry"] = "checks";
+  j["options"]["histogram"] = true;
+  j["options"]["hot_share"] = 0.25;
+  j["options"]["device_budget"] = 123456789;
+  const auto dir = moe::test::scratch_dir("telemetry-repro");
+  const std::string file = (dir / "report.json").string();
+  std::ofstream(file) << j.dump();
+  const moe::test::CliResult r = moe::test::moebench("repro", file, "--dry-run");
+  const std::string out = r.out + r.err;
+  CAPTURE(out);
+  CHECK(r.exit_code == 0);
+  for (const char* arg : {"--telemetry checks", "--histogram", "--hot-share 0.25", "--device-budget 123456789"})
+    CHECK_MESSAGE(out.find(arg) != std::string::npos, arg);
 }
