@@ -45,8 +45,6 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.scratch_bytes = kernels::forward_scratch_bytes(config_.dims, m);
   args.scratch = scratch_.ensure(args.scratch_bytes, stream_);
   args.scratch_bytes = scratch_.capacity();
-  args.experts = weights_->resident_table(stream_);
-  args.path = config_.path;
   if (telemetry_) {
     args.telemetry = telemetry_->view();
     args.telemetry.inject = telemetry_inject_id_.has_value();
@@ -54,6 +52,8 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
     args.telemetry.counts_wrap = mutation_active(Mutation::telemetry_count_wraps);  // the unguarded add
     if (mutation_active(Mutation::telemetry_reset_per_replay)) telemetry_->enqueue_zero(stream_);
   }
+  args.experts = weights_->resident_table(stream_);
+  args.path = config_.path;
   kernels::enqueue_moe_forward(args, stream_.handle());
   last_scratch_ = args.scratch;
   ++forwards_;

@@ -4,9 +4,9 @@
 
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
-#include "reports/routing_histogram.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
+#include "reports/routing_histogram.hpp"
 
 namespace moe::report {
 

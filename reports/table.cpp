@@ -1,11 +1,10 @@
 #include "reports/table.hpp"
+#include "reports/routing_histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
-
-#include "reports/routing_histogram.hpp"
 
 namespace moe::report {
 

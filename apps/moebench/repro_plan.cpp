@@ -206,9 +206,6 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   o.read("copy_bytes", common.copy_bytes);
   o.read("max_layers", common.max_layers);
   o.read("barrier_reps", common.barrier_reps);
-  bool stream_blocker = true;
-  o.read("stream_blocker", stream_blocker);
-  common.no_stream_blocker = !stream_blocker;
   // Telemetry and residency options (absent in older reports). The policy's are passed on only
   // when they were set: they are refused for runs without probe expert-residency.
   o.read("telemetry", common.telemetry);
@@ -219,6 +216,9 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   std::size_t device_budget = 0;
   o.read("device_budget", device_budget);
   if (device_budget) common.device_budget = device_budget;
+  bool stream_blocker = true;
+  o.read("stream_blocker", stream_blocker);
+  common.no_stream_blocker = !stream_blocker;
   std::string run_mutation;
   o.read("mutation", run_mutation);
   if (!run_mutation.empty())

@@ -190,9 +190,9 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--max-layers " + std::to_string(r.max_layers) +
                      " is out of range: 0 (no cap) or 1..32");
   o.max_layers = r.max_layers;
+  resolve_telemetry_options(r, probes, o);
   o.measure.block_during_enqueue = !r.no_stream_blocker;
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
-  resolve_telemetry_options(r, probes, o);
   return o;
 }
 
@@ -227,11 +227,11 @@ nlohmann::json options_json(const RunOptions& o) {
           {"engines", o.engines},
           {"barrier_reps", o.barrier_reps},
           {"max_layers", o.max_layers},
-          {"stream_blocker", o.measure.block_during_enqueue},
           {"telemetry", o.telemetry},
           {"histogram", o.histogram},
           {"hot_share", o.hot_share},
           {"device_budget", o.device_budget},
+          {"stream_blocker", o.measure.block_during_enqueue},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
                                   : nlohmann::json(nullptr)}};
 }

@@ -106,12 +106,12 @@ struct MoeForwardArgs {
   const __nv_bfloat16* router = nullptr;  // [E, H]
   const float* router_bias = nullptr;     // [E] or null: added to logits before scoring
   ExpertTable experts;                    // device arrays of E + S device pointers
-  void* scratch = nullptr;
-  std::size_t scratch_bytes = 0;
-  ForwardPath path = ForwardPath::automatic;
   // Route telemetry record the route kernel accumulates into; disarmed (null) by default, and
   // then the route does exactly the work it does without it (route_telemetry.hpp).
   RouteTelemetry telemetry;
+  void* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  ForwardPath path = ForwardPath::automatic;
 };
 
 // Throws moe::Error naming the bad value; forward calls it first.

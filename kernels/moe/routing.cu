@@ -70,6 +70,7 @@ struct RouteParams {
   const float* bias;
   int m, hidden, experts, shared, top_k, bit_words;
   bool softmax, renormalize;
+  RouteTelemetry telemetry;  // armed: every routed pair is recorded where it is weighed
   float* logits;
   int* topk_ids;
   float* topk_weights;
@@ -86,7 +87,6 @@ struct RouteParams {
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
   TopKSelect select;       // top_k_select() at enqueue
   bool hold_router_rows;   // hold_router_rows() at enqueue (cluster route)
-  RouteTelemetry telemetry;  // armed: every routed pair is recorded where it is weighed
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -682,6 +682,10 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.bit_words = l.bit_words;
   p.softmax = d.scoring == Scoring::softmax;
   p.renormalize = d.renormalize;
+  p.telemetry = a.telemetry;
+  if (a.telemetry.armed() && a.telemetry.experts != d.experts)
+    throw Error(ExitCode::probe_error, "enqueue_route: telemetry record for " + std::to_string(a.telemetry.experts) +
+                                           " experts, the layer has " + std::to_string(d.experts));
   void* s = a.scratch;
   p.logits = l.at<float>(s, l.logits);
   p.topk_ids = l.at<int>(s, l.topk_ids);
@@ -699,10 +703,6 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.counters = l.at<unsigned int>(s, l.done_counters);
   p.select = top_k_select();
   p.hold_router_rows = hold_router_rows();
-  p.telemetry = a.telemetry;
-  if (a.telemetry.armed() && a.telemetry.experts != d.experts)
-    throw Error(ExitCode::probe_error, "enqueue_route: telemetry record for " + std::to_string(a.telemetry.experts) +
-                                           " experts, the layer has " + std::to_string(d.experts));
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
