@@ -71,7 +71,7 @@ class Engine {
   void replay();
   void drop_graphs() { graphs_.clear(); }
 
-  // Route telemetry (brief 2.5), one record a layer. arm() opens window 1 (allocates, copies,
+  // Route telemetry (docs/bugs.md, bug 5), one record a layer. arm() opens window 1 (allocates, copies,
   // launches no kernel) and drops the graphs captured before it: they were captured without
   // the record and would not accumulate. Each call raises BoundaryRefused, with nothing
   // changed, when the boundary is not safe (checked before any drain): arm and reset while
@@ -93,7 +93,7 @@ class Engine {
   // This engine's instance number, unique in the process (never an address).
   std::uint64_t instance() const { return instance_; }
 
-  // Expert residency (brief 2.6): moves layer `layer`'s routed experts to `plan` at a safe
+  // Expert residency (docs/bugs.md, bug 6): moves layer `layer`'s routed experts to `plan` at a safe
   // boundary. Refused (BoundaryRefused, nothing changed, checked before any drain) while the
   // stream is capturing, while a replay is in flight, and while any captured graph exists:
   // graphs hold the layer's pointer tables, which a transition replaces. The engine does not

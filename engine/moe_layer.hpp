@@ -52,7 +52,7 @@ class MoeLayer {
   Stream& stream() { return stream_; }
   std::size_t forwards() const { return forwards_; }
 
-  // Route telemetry (brief 2.5): the record this layer's route kernel accumulates into from
+  // Route telemetry (docs/bugs.md, bug 5): the record this layer's route kernel accumulates into from
   // the next forward on (the engine checks the boundary and drains). Null while disarmed.
   void arm_telemetry(const TelemetryIdentity& identity, std::uint64_t epoch);
   RouteTelemetryRecord* telemetry() { return telemetry_.get(); }

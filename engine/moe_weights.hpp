@@ -46,7 +46,7 @@ class MoeWeights {
   const kernels::ExpertTable& resident_table(Stream& stream);
   ResidentSlot& resident() { return resident_; }
 
-  // Expert residency (brief 2.6). Where each routed expert lives; shared experts always on
+  // Expert residency (docs/bugs.md, bug 6). Where each routed expert lives; shared experts always on
   // the device. A cold expert's tensors are mapped pinned host memory the kernels read in
   // place (docs/design/telemetry-and-residency.md says why not staging).
   const std::vector<Placement>& placement() const { return placement_; }

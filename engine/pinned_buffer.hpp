@@ -39,7 +39,7 @@ class PinnedBuffer {
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
 
-  // The owner drains before this: a kernel may still read the memory (brief 2.2).
+  // The owner drains before this: a kernel may still read the memory (docs/bugs.md, bug 2).
   void reset() {
     if (host_ && cudaFreeHost(host_) != cudaSuccess) std::fprintf(stderr, "moebench: cudaFreeHost failed\n");
     host_ = device_ = nullptr;

@@ -1,5 +1,5 @@
 #pragma once
-// Expert residency's policy (brief 2.6), host only: a telemetry window becomes a plan saying
+// Expert residency's policy (docs/bugs.md, bug 6), host only: a telemetry window becomes a plan saying
 // which routed experts of a layer stay on the device (hot) and which wait in pinned host
 // memory (cold). Shared experts serve every token and are always hot; they are not planned.
 #include <cstddef>

@@ -14,7 +14,7 @@
 namespace moe {
 
 // Who a record belongs to. The engine part is an instance number, never an address: a new
-// engine at a freed one's address must not pass for it (brief 2.1).
+// engine at a freed one's address must not pass for it (docs/bugs.md, bug 1).
 struct TelemetryIdentity {
   std::uint64_t engine = 0;
   int layer = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // Route telemetry: the record the route kernel accumulates into while it is armed, for a later
-// residency decision (brief 2.5). One record a layer, one device allocation:
+// residency decision (docs/bugs.md, bug 5). One record a layer, one device allocation:
 //
 //   RouteTelemetryHeader | bitmap: uint32 [ceil(E / 32)] | counts: uint32 [E]
 //

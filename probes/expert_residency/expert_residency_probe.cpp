@@ -1,4 +1,4 @@
-// Probe `expert-residency` (brief 2.6): skewed routing, a telemetry window, a plan from it
+// Probe `expert-residency` (docs/bugs.md, bug 6): skewed routing, a telemetry window, a plan from it
 // (--hot-share, --device-budget), and the transition at a boundary. PASS when the output after
 // the transition equals the all-resident output bit for bit, a transition during capture or
 // under a live graph is refused, and a fault injected into a transition rolls it back with

@@ -1,4 +1,4 @@
-// Probe `route-telemetry` (brief 2.5): the route kernel's record of which experts it picked.
+// Probe `route-telemetry` (docs/bugs.md, bug 5): the route kernel's record of which experts it picked.
 // Case "window" proves the accepted design's properties by name: disarmed and armed outputs
 // byte-identical; one window over eager calls and graph replays (new router inputs each)
 // equals the CPU oracle at a fixed epoch and a fixed record address; the reset refused during
@@ -24,8 +24,8 @@ const std::vector<int> kDefaultMs{1, 8, 64, 512};
 const std::vector<const char*> kDefaultShapes{"deepseek-v2-lite"};
 constexpr int kLayers = 2;           // records are per layer: more than one is checked
 constexpr int kEagerCalls = 3;       // the first one on the disarmed input
-constexpr int kReplays = 3;          // the minimum, each on a new input
-constexpr double kGateUs = 2.0;      // brief 2.5: the rejected design cost 2.5 us, 2.2%
+constexpr int kReplays = 3;          // at least 3, each on a new input
+constexpr double kGateUs = 2.0;      // docs/bugs.md, bug 5: the rejected design cost 2.5 us, 2.2%
 constexpr double kGatePct = 2.0;
 constexpr int kOverheadRounds = 5;   // armed and disarmed alternate, round by round
 constexpr double kConfidence = 0.99;
