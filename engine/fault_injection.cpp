@@ -40,6 +40,14 @@ constexpr std::array<MutationInfo, 12> kMutations{{
      "expert-residency"},
 }};
 
+// info() indexes the table by id: an entry out of enum order would describe another mutation.
+constexpr bool ids_in_enum_order() {
+  for (std::size_t i = 0; i < kMutations.size(); ++i)
+    if (static_cast<std::size_t>(kMutations[i].id) != i) return false;
+  return true;
+}
+static_assert(ids_in_enum_order(), "kMutations must list the mutations in the order of enum Mutation");
+
 std::array<std::atomic<bool>, kMutations.size()> g_active{};
 }  // namespace
 
