@@ -10,6 +10,7 @@
 #include "engine/engine.hpp"
 #include "kernels/moe/generate.hpp"
 #include "kernels/moe/weights_checksum.hpp"
+#include "probes/forcing_evidence.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 #include "reports/routing_histogram.hpp"
@@ -160,6 +161,7 @@ void run_expert_residency_probe(ProbeState& state) {
         e.forward();
         e.capture();
         e.stream().drain();
+        prove(c, "graph_live_during_transition", e.captured(), "no graph was captured when the transition was tried");
         std::string live;
         try {
           e.apply_residency(0, cold);
@@ -185,12 +187,15 @@ void run_expert_residency_probe(ProbeState& state) {
 
         // 5. A fault at step 2 (inside the first group) rolls everything back.
         std::string fault;
+        prove(c, "experts_moved", plan.cold() > 0,
+              "the plan kept every expert hot (" + plan.reason + "): nothing moved, the rollback was not exercised");
         if (plan.cold() > 0) {
           try {
             e.apply_residency(0, plan, {kFaultStep});
           } catch (const ResidencyFault& f) {
             fault = f.what();
           }
+          prove(c, "fault_injected", !fault.empty(), "no fault was raised at step " + std::to_string(kFaultStep));
           FreedBlockWriter other(state.allocator(), dims, plan.cold() + 1, e.stream());
           const std::vector<std::uint64_t> sums = checksums(e);
           e.forward();
@@ -244,13 +249,9 @@ void run_expert_residency_probe(ProbeState& state) {
         c.measurements["main"] = std::move(with_plan);
         c.measurements["all_resident"] = std::move(resident);
         c.measurements["all_cold"] = std::move(all_cold);
+        c.reason = plan.reason;
         c.conclude_from_checks();
-        if (c.verdict == report::Verdict::pass && plan.cold() == 0) {
-          c.verdict = report::Verdict::inconclusive;
-          c.reason = "the plan kept every expert hot (" + plan.reason + "): nothing moved, the rollback was not exercised";
-        } else {
-          c.reason = plan.reason;
-        }
+        demand_evidence(c);
         state.add_case(std::move(c));
       }
 }

@@ -10,6 +10,7 @@
 
 #include "common/cuda_check.hpp"
 #include "engine/engine.hpp"
+#include "probes/forcing_evidence.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 #include "reports/rank_test.hpp"
@@ -143,11 +144,15 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
     oracle.add_last_call(e);
   }
   e.capture();
+  int replays = 0;
   for (int r = 0; r < kReplays; ++r) {
     e.set_input(m, seed(10 + r));
     e.replay();
+    ++replays;
     oracle.add_last_call(e);
   }
+  // A reset per replay hides only behind more than one replay of one graph in the window.
+  prove(c, "replays_in_window", replays >= 2 && e.captured(), "fewer than two replays of one graph ran in the window");
   const std::vector<TelemetryWindow> window = e.telemetry_windows();
   const std::string window_diff = differences(window, oracle);
   bool same_epoch = e.telemetry_epochs().epoch() == epoch0;
@@ -169,10 +174,11 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
 
   // 3. A reset inside a capture is refused, and changes nothing.
   std::string in_capture;
-  bool capture_ok = true;
+  bool capture_ok = true, was_capturing = false;
   try {
     CapturedGraph g(e.stream(), [&] {
       e.forward();
+      was_capturing = e.stream().capturing();
       try {
         e.reset_telemetry_at_boundary();
       } catch (const BoundaryRefused& r) {
@@ -183,6 +189,7 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
     capture_ok = false;
     in_capture += std::string(" (the capture failed: ") + err.what() + ")";
   }
+  prove(c, "reset_called_while_capturing", was_capturing, "the stream was not capturing when the reset was called");
   const std::uint64_t epoch_after_capture = e.telemetry_epochs().epoch();
   const std::vector<TelemetryWindow> after_refusal = e.telemetry_windows();
   bool unchanged = after_refusal.size() == window.size();
@@ -229,15 +236,17 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
       burst.add_last_call(e);
     }
     const std::vector<TelemetryWindow> w = e.telemetry_windows();
-    bool saturated = true;
+    bool saturated = true, forced = false;
     int wrapped = 0;
     for (std::size_t l = 0; l < w.size(); ++l)
       for (int x = 0; x < E; ++x) {
         const std::uint64_t exact = 0xFFFFFFFEull + burst.counts[l][static_cast<std::size_t>(x)];
+        forced = forced || exact > 0xFFFFFFFFull;
         const std::uint32_t got = w[l].counts[static_cast<std::size_t>(x)];
         saturated = saturated && got == std::min<std::uint64_t>(exact, 0xFFFFFFFFull);
         wrapped += got < 0xFFFFFFFEu;
       }
+    prove(c, "overflow_forced", forced, "no expert received two pairs over the preloaded counts");
     bool sticky = true;
     for (const TelemetryWindow& x : w) sticky = sticky && x.overflowed();
     const std::string refused = refusal_of_snapshot(e);
@@ -289,6 +298,8 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
     other.forward();
     mine.add_last_call(e);
     theirs.add_last_call(other);
+    prove(c, "two_engines_armed_at_once", e.telemetry_epochs().armed() && other.telemetry_epochs().armed(),
+          "the second engine was not armed while the first was");
     const std::vector<TelemetryWindow> a = e.telemetry_snapshot();
     const std::vector<TelemetryWindow> b = other.telemetry_snapshot();
     const std::string da = differences(a, mine), db = differences(b, theirs);
@@ -304,6 +315,7 @@ void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightForma
 
   c.reason = "every telemetry property checked";
   c.conclude_from_checks();
+  demand_evidence(c);
   state.add_case(std::move(c));
 }
 

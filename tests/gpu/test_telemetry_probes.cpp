@@ -77,6 +77,8 @@ TEST_CASE("route-telemetry passes on the engine as built, with a histogram a lay
                            "out_of_range_id_poisons", "two_engines_distinct_records"})
     CHECK_MESSAGE(p.checks.count(name) == 1, name);
   const auto& c0 = p.report.at("cases").at(0);
+  for (const char* proof : {"replays_in_window", "reset_called_while_capturing", "overflow_forced", "two_engines_armed_at_once"})
+    CHECK_MESSAGE(c0.at("evidence").value(proof, false), proof);
   REQUIRE(c0.at("evidence").contains("routing_histograms"));
   CHECK(c0.at("evidence").at("routing_histograms").at(0).at("layers").size() == 2);
 }
@@ -118,6 +120,8 @@ TEST_CASE("expert-residency passes on the engine as built") {
   CHECK(c.at("verdict") == "PASS");
   CHECK(c.at("metrics").at("device_bytes_saved").at("value").get<double>() > 0);
   CHECK(c.at("evidence").at("plan").at("cold").get<int>() > 0);
+  for (const char* proof : {"graph_live_during_transition", "experts_moved", "fault_injected"})
+    CHECK_MESSAGE(c.at("evidence").value(proof, false), proof);
 }
 
 TEST_CASE("expert-residency fails under each of its mutations, on the check the bug breaks") {
