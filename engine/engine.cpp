@@ -1,6 +1,7 @@
 #include "engine/engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "common/cuda_check.hpp"
 #include "engine/fault_injection.hpp"
@@ -9,6 +10,7 @@
 namespace moe {
 
 namespace {
+std::atomic<std::uint64_t> g_next_instance{1};
 constexpr int kMaxLayers = 32;
 constexpr std::size_t kWorkingSetOverL2 = 4;
 }  // namespace
@@ -47,7 +49,9 @@ LayerPlan plan_layers(const EngineConfig& config, const Device& device) {
 
 Engine::Engine(const EngineConfig& config, DeviceAllocator& allocator, const Device& device,
                WeightsArena* arena)
-    : config_(config), allocator_(allocator), plan_(plan_layers(config, device)) {
+    : config_(config), allocator_(allocator), plan_(plan_layers(config, device)),
+      instance_(g_next_instance.fetch_add(1)) {
+  MOE_CUDA_CHECK(cudaGetDevice(&device_ordinal_));
   if (arena && arena->slots() < plan_.layers)
     throw Error(ExitCode::probe_error, "weights arena has " + std::to_string(arena->slots()) +
                                            " slots, the engine needs " +
@@ -132,6 +136,96 @@ void Engine::replay() {
   if (it == graphs_.end())
     throw Error(ExitCode::probe_error, "no graph captured for M=" + std::to_string(m_));
   it->second->replay(stream_);
+  // Only graphs that write a record need telling apart from finished ones (the telemetry
+  // boundary); a disarmed engine's replay costs no event record. A residency transition is
+  // refused while any graph exists, replaying or not.
+  if (telemetry_epochs_.armed()) {
+    if (!replay_done_) replay_done_ = std::make_unique<CudaEvent>();
+    replay_done_->record(stream_.handle());
+  }
+}
+
+BoundaryState Engine::boundary_state() const {
+  BoundaryState s;
+  s.capturing = stream_.capturing();
+  if (!s.capturing && replay_done_) {
+    const cudaError_t status = cudaEventQuery(replay_done_->handle());
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: the replay is still running
+      s.replay_in_flight = true;
+    } else {
+      MOE_CUDA_CHECK(status);
+    }
+  }
+  return s;
+}
+
+TelemetryIdentity Engine::telemetry_identity(int layer) const {
+  return {instance_, layer, device_ordinal_};
+}
+
+void Engine::arm_telemetry() {
+  if (auto why = telemetry_epochs_.arm_refusal(boundary_state())) throw BoundaryRefused(*why);
+  stream_.drain();
+  for (int l = 0; l < layers(); ++l) layer(l).arm_telemetry(telemetry_identity(l), 1);
+  stream_.drain();
+  telemetry_epochs_.arm();
+  graphs_.clear();  // captured disarmed: their route kernels take a null record
+}
+
+void Engine::reset_telemetry_at_boundary() {
+  const BoundaryState state = boundary_state();
+  if (!mutation_active(Mutation::telemetry_reset_in_capture)) {
+    if (auto why = telemetry_epochs_.boundary_refusal(state, "reset")) throw BoundaryRefused(*why);
+  } else if (!telemetry_epochs_.armed()) {
+    throw BoundaryRefused("reset refused: telemetry is not armed");
+  }
+  if (state.capturing) {
+    // ---- The refusal removed, live only under Mutation::telemetry_reset_in_capture ---------
+    // The reset goes into the graph being captured (a memset node a layer): the host epoch
+    // moves now although no window ended, and every replay of that graph zeroes the record.
+    telemetry_epochs_.advance();
+    for (int l = 0; l < layers(); ++l) layer(l).telemetry()->enqueue_zero(stream_);
+    return;
+  }
+  stream_.drain();
+  telemetry_epochs_.advance();
+  for (int l = 0; l < layers(); ++l) layer(l).telemetry()->open_window(telemetry_epochs_.epoch(), stream_);
+  stream_.drain();
+}
+
+void Engine::apply_residency(int l, const ResidencyPlan& plan, ResidencyFaultPoint fault) {
+  if (l < 0 || l >= layers())
+    throw Error(ExitCode::probe_error, "apply_residency: layer " + std::to_string(l) + " of " + std::to_string(layers()));
+  const BoundaryState state = boundary_state();
+  if (state.capturing) throw BoundaryRefused("residency transition refused: the stream is capturing a graph");
+  if (state.replay_in_flight) throw BoundaryRefused("residency transition refused: a graph replay is in flight");
+  if (!graphs_.empty() && !mutation_active(Mutation::residency_under_live_graph))
+    throw BoundaryRefused("residency transition refused: " + std::to_string(graphs_.size()) +
+                          " captured graph(s) hold layer " + std::to_string(l) +
+                          "'s expert pointer tables; drop them first and capture again after");
+  stream_.drain();
+  layer(l).weights().apply_residency(plan.placement, stream_, fault);
+  stream_.drain();
+}
+
+std::vector<TelemetryWindow> Engine::telemetry_windows() {
+  if (auto why = telemetry_epochs_.boundary_refusal(boundary_state(), "snapshot")) throw BoundaryRefused(*why);
+  std::vector<TelemetryWindow> out;
+  for (int l = 0; l < layers(); ++l) out.push_back(layer(l).telemetry()->read(stream_));
+  return out;
+}
+
+std::vector<TelemetryWindow> Engine::telemetry_snapshot() {
+  std::vector<TelemetryWindow> out = telemetry_windows();
+  for (int l = 0; l < layers(); ++l) {
+    const WindowCheck k = validate_window(out[static_cast<std::size_t>(l)], telemetry_identity(l),
+                                          telemetry_epochs_.epoch());
+    if (!k.usable())
+      throw BoundaryRefused("snapshot refused: layer " + std::to_string(l) + " window " +
+                            std::string(to_string(k.problem)) + ": " + k.reason);
+  }
+  return out;
 }
 
 std::size_t Engine::weight_bytes() const {

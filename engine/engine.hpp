@@ -7,11 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda_event.hpp"
 #include "engine/captured_graph.hpp"
 #include "engine/device.hpp"
 #include "engine/moe_layer.hpp"
 #include "engine/shape.hpp"
 #include "engine/stream.hpp"
+#include "engine/residency_policy.hpp"
+#include "engine/residency_transition.hpp"
+#include "engine/telemetry_window.hpp"
 #include "engine/weights_arena.hpp"
 
 namespace moe {
@@ -68,6 +72,36 @@ class Engine {
   void replay();
   void drop_graphs() { graphs_.clear(); }
 
+  // Route telemetry (docs/bugs.md, bug 5), one record a layer. arm() opens window 1 (allocates, copies,
+  // launches no kernel) and drops the graphs captured before it: they were captured without
+  // the record and would not accumulate. Each call raises BoundaryRefused, with nothing
+  // changed, when the boundary is not safe (checked before any drain): arm and reset while
+  // capturing or while a replay is in flight; reset and snapshot also when not armed.
+  void arm_telemetry();
+  // The only way a window advances: drains, bumps the epoch, rewrites every record in place
+  // (same device address, so captured graphs stay valid) as an empty window.
+  void reset_telemetry_at_boundary();
+  // Drains and copies every layer's record, validated (validate_window): a poisoned,
+  // overflowed, stale or foreign window raises BoundaryRefused naming the layer and why.
+  std::vector<TelemetryWindow> telemetry_snapshot();
+  // The same copies unvalidated, for evidence (what a refused window held).
+  std::vector<TelemetryWindow> telemetry_windows();
+  const TelemetryEpochs& telemetry_epochs() const { return telemetry_epochs_; }
+  TelemetryIdentity telemetry_identity(int layer) const;
+  // Capturing, or a replay not yet ended (the capture check comes first: no event query
+  // happens inside a capture).
+  BoundaryState boundary_state() const;
+  // This engine's instance number, unique in the process (never an address).
+  std::uint64_t instance() const { return instance_; }
+
+  // Expert residency (docs/bugs.md, bug 6): moves layer `layer`'s routed experts to `plan` at a safe
+  // boundary. Refused (BoundaryRefused, nothing changed, checked before any drain) while the
+  // stream is capturing, while a replay is in flight, and while any captured graph exists:
+  // graphs hold the layer's pointer tables, which a transition replaces. The engine does not
+  // drop graphs behind its user's back; drop_graphs() first and capture again after. A fault
+  // (ResidencyFault) rolls the transition back (MoeWeights::apply_residency).
+  void apply_residency(int layer, const ResidencyPlan& plan, ResidencyFaultPoint fault = {});
+
   int layers() const { return static_cast<int>(layers_.size()); }
   MoeLayer& layer(int i) { return *layers_[static_cast<std::size_t>(i)]; }
   const LayerPlan& plan() const { return plan_; }
@@ -90,6 +124,10 @@ class Engine {
   int capacity_m_ = 0;
   int m_ = 0;
   std::map<int, std::unique_ptr<CapturedGraph>> graphs_;  // per M
+  std::uint64_t instance_ = 0;
+  int device_ordinal_ = 0;
+  TelemetryEpochs telemetry_epochs_;
+  std::unique_ptr<CudaEvent> replay_done_;  // recorded after each replay while armed
 };
 
 }  // namespace moe

@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 10> kMutations{{
+constexpr std::array<MutationInfo, 15> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -31,7 +31,29 @@ constexpr std::array<MutationInfo, 10> kMutations{{
      "bandwidth"},
     {Mutation::blocking_one_layer, "blocking-one-layer",
      "forward blocks the host until the first of two layers finishes", "host-nonblocking"},
+    {Mutation::telemetry_reset_per_replay, "telemetry-reset-per-replay",
+     "every forward resets the route telemetry record: inside a graph the window holds only the "
+     "last replay", "route-telemetry"},
+    {Mutation::telemetry_count_wraps, "telemetry-count-wraps",
+     "route telemetry counts wrap at 2^32 without saturating or setting the overflow bit",
+     "route-telemetry"},
+    {Mutation::telemetry_reset_in_capture, "telemetry-reset-in-capture",
+     "the route telemetry reset is accepted while a graph is being captured", "route-telemetry"},
+    {Mutation::residency_under_live_graph, "residency-under-live-graph",
+     "experts move between device and host while a captured graph still holds their pointers: "
+     "its replays read freed memory", "expert-residency"},
+    {Mutation::residency_no_rollback, "residency-no-rollback",
+     "a fault in a residency transition leaves it half applied instead of rolling back",
+     "expert-residency"},
 }};
+
+// info() indexes the table by id: an entry out of enum order would describe another mutation.
+constexpr bool ids_in_enum_order() {
+  for (std::size_t i = 0; i < kMutations.size(); ++i)
+    if (static_cast<std::size_t>(kMutations[i].id) != i) return false;
+  return true;
+}
+static_assert(ids_in_enum_order(), "kMutations must list the mutations in the order of enum Mutation");
 
 std::array<std::atomic<bool>, kMutations.size()> g_active{};
 }  // namespace

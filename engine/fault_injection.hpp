@@ -19,6 +19,11 @@ enum class Mutation {
   sync_inside_capture,         // the engine's step drains its stream while being captured
   hot_cache_timing,            // the timing loop replays one layer's weights with no L2 flush
   blocking_one_layer,          // forward blocks the host until the first half of its layers ran
+  telemetry_reset_per_replay,  // forward zeroes the telemetry record itself (captured: every replay)
+  telemetry_count_wraps,       // telemetry counts wrap at 2^32 with no overflow flag
+  telemetry_reset_in_capture,  // the telemetry reset's refusal during capture removed
+  residency_under_live_graph,  // a residency transition is applied while a graph holds the tables
+  residency_no_rollback,       // a fault in a residency transition leaves it half applied
 };
 
 struct MutationInfo {

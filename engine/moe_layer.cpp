@@ -9,7 +9,7 @@ namespace moe {
 
 MoeLayer::MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream& stream,
                    void* weights_storage)
-    : config_(config), stream_(stream), scratch_(allocator) {
+    : config_(config), stream_(stream), allocator_(allocator), scratch_(allocator) {
   void* storage = weights_storage;
   if (!storage) storage = owned_storage_ = ::operator new(sizeof(MoeWeights));
   try {
@@ -45,6 +45,13 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.scratch_bytes = kernels::forward_scratch_bytes(config_.dims, m);
   args.scratch = scratch_.ensure(args.scratch_bytes, stream_);
   args.scratch_bytes = scratch_.capacity();
+  if (telemetry_) {
+    args.telemetry = telemetry_->view();
+    args.telemetry.inject = telemetry_inject_id_.has_value();
+    args.telemetry.inject_id = telemetry_inject_id_.value_or(0);
+    args.telemetry.counts_wrap = mutation_active(Mutation::telemetry_count_wraps);  // the unguarded add
+    if (mutation_active(Mutation::telemetry_reset_per_replay)) telemetry_->enqueue_zero(stream_);
+  }
   args.experts = weights_->resident_table(stream_);
   args.path = config_.path;
   args.options = config_.options;
@@ -53,6 +60,11 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   last_experts_ = args.experts;
   ++forwards_;
   if (mutation_active(Mutation::blocking_forward)) stream_.drain();  // the historic stall
+}
+
+void MoeLayer::arm_telemetry(const TelemetryIdentity& identity, std::uint64_t epoch) {
+  telemetry_ = std::make_unique<RouteTelemetryRecord>(allocator_, identity,
+                                                      config_.dims.experts, epoch, stream_);
 }
 
 std::optional<std::string> MoeLayer::capture_blocker(int m) const {

@@ -2,10 +2,12 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "engine/moe_weights.hpp"
+#include "engine/route_telemetry_record.hpp"
 #include "engine/scratch_pool.hpp"
 #include "kernels/moe/forward.hpp"
 
@@ -54,15 +56,27 @@ class MoeLayer {
   Stream& stream() { return stream_; }
   std::size_t forwards() const { return forwards_; }
 
+  // Route telemetry (docs/bugs.md, bug 5): the record this layer's route kernel accumulates into from
+  // the next forward on (the engine checks the boundary and drains). Null while disarmed.
+  void arm_telemetry(const TelemetryIdentity& identity, std::uint64_t epoch);
+  RouteTelemetryRecord* telemetry() { return telemetry_.get(); }
+  const RouteTelemetryRecord* telemetry() const { return telemetry_.get(); }
+  // Fault point of probe route-telemetry: from the next forward on, record pair (token 0,
+  // slot 0) as expert `id` (nullopt: off). Routing is unchanged.
+  void inject_telemetry_id(std::optional<int> id) { telemetry_inject_id_ = id; }
+
  private:
   LayerConfig config_;
   Stream& stream_;
+  DeviceAllocator& allocator_;
   void* owned_storage_ = nullptr;
   MoeWeights* weights_ = nullptr;
   ScratchPool scratch_;
   const void* last_scratch_ = nullptr;
   kernels::ExpertTable last_experts_;
   std::size_t forwards_ = 0;
+  std::unique_ptr<RouteTelemetryRecord> telemetry_;
+  std::optional<int> telemetry_inject_id_;
 };
 
 }  // namespace moe

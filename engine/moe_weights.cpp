@@ -1,8 +1,12 @@
 #include "engine/moe_weights.hpp"
 
+#include <cstdio>
+
 #include "common/cuda_check.hpp"
+#include "engine/fault_injection.hpp"
 #include "engine/stream.hpp"
 #include "kernels/moe/generate.hpp"
+#include "kernels/moe/weights_checksum.hpp"
 
 namespace moe {
 
@@ -33,6 +37,142 @@ MoeWeights::MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing
       kernels::generate_expert_tensor(dims_, kind, seed_, e, w.data(), s.data(), stream.handle());
     }
   }
+  placement_.assign(static_cast<std::size_t>(dims_.experts), Placement::device);
+}
+
+DeviceBuffer& MoeWeights::ExpertBuffers::device(int t) {
+  return const_cast<DeviceBuffer&>(static_cast<const ExpertBuffers&>(*this).device(t));
+}
+
+const DeviceBuffer& MoeWeights::ExpertBuffers::device(int t) const {
+  switch (t) {
+    case 0: return gate_up;
+    case 1: return gate_up_scales;
+    case 2: return down;
+    default: return down_scales;
+  }
+}
+
+const void* MoeWeights::tensor_pointer(int e, int t) const {
+  const ExpertBuffers& b = experts_[static_cast<std::size_t>(e)];
+  const PinnedBuffer& h = b.host[static_cast<std::size_t>(t)];
+  return h ? h.device_pointer() : b.device(t).data();
+}
+
+void MoeWeights::apply_residency(const std::vector<Placement>& target, Stream& stream, ResidencyFaultPoint fault) {
+  const std::vector<ExpertMove> moves = moves_between(placement_, target);
+  if (moves.empty()) return;
+  auto fault_message = [&](std::size_t step, int e, int t) {
+    return "residency fault injected at step " + std::to_string(step) + " (expert " + std::to_string(e) +
+           ", tensor " + std::to_string(t) + ")";
+  };
+  if (mutation_active(Mutation::residency_no_rollback)) {
+    // ---- The half-applied design, live only under Mutation::residency_no_rollback ----------
+    // Each tensor moves in place, its source freed at once; a fault stops the loop where it
+    // is: an expert's tensors split between device and host, the tables still pointing at the
+    // freed sources.
+    std::size_t step = 0;
+    for (const ExpertMove& m : moves) {
+      ExpertBuffers& b = experts_[static_cast<std::size_t>(m.expert)];
+      for (int t = 0; t < kernels::kExpertTensors; ++t) {
+        const std::size_t bytes = m.to == Placement::host ? b.device(t).bytes() : b.host[static_cast<std::size_t>(t)].bytes();
+        if (bytes == 0) continue;
+        if (fault.hits(++step)) throw ResidencyFault(fault_message(step, m.expert, t));
+        if (m.to == Placement::host) {
+          PinnedBuffer h(bytes);
+          MOE_CUDA_CHECK(cudaMemcpyAsync(h.host(), b.device(t).data(), bytes, cudaMemcpyDeviceToHost, stream.handle()));
+          stream.drain();
+          b.host[static_cast<std::size_t>(t)] = std::move(h);
+          residency_.device_bytes_released += bytes;
+          b.device(t).reset();
+        } else {
+          DeviceBuffer d = allocator_.allocate(bytes);
+          MOE_CUDA_CHECK(cudaMemcpyAsync(d.data(), b.host[static_cast<std::size_t>(t)].host(), bytes,
+                                         cudaMemcpyHostToDevice, stream.handle()));
+          stream.drain();
+          b.device(t) = std::move(d);
+          residency_.device_bytes_taken_back += bytes;
+          b.host[static_cast<std::size_t>(t)].reset();
+        }
+        placement_[static_cast<std::size_t>(m.expert)] = m.to;
+      }
+    }
+    resident_.rebuild(*this, stream);
+    ++residency_.transitions;
+    return;
+  }
+
+  // Prepare: a destination copy of every tensor that moves; sources untouched.
+  struct Prepared {
+    int expert = 0, tensor = 0;
+    DeviceBuffer device;
+    PinnedBuffer host;
+  };
+  std::vector<Prepared> ready;
+  ready.reserve(moves.size() * kernels::kExpertTensors);  // undo actions hold indices into it
+  TransitionJournal journal;
+  try {
+    for (const ExpertMove& m : moves) {
+      ExpertBuffers& b = experts_[static_cast<std::size_t>(m.expert)];
+      for (int t = 0; t < kernels::kExpertTensors; ++t) {
+        const std::size_t bytes = m.to == Placement::host ? b.device(t).bytes() : b.host[static_cast<std::size_t>(t)].bytes();
+        if (bytes == 0) continue;
+        if (fault.hits(journal.steps() + 1)) throw ResidencyFault(fault_message(journal.steps() + 1, m.expert, t));
+        Prepared p;
+        p.expert = m.expert;
+        p.tensor = t;
+        if (m.to == Placement::host) {
+          p.host = PinnedBuffer(bytes);
+          MOE_CUDA_CHECK(cudaMemcpyAsync(p.host.host(), b.device(t).data(), bytes, cudaMemcpyDeviceToHost, stream.handle()));
+        } else {
+          p.device = allocator_.allocate(bytes);
+          MOE_CUDA_CHECK(cudaMemcpyAsync(p.device.data(), b.host[static_cast<std::size_t>(t)].host(), bytes,
+                                         cudaMemcpyHostToDevice, stream.handle()));
+        }
+        ready.push_back(std::move(p));
+        const std::size_t at = ready.size() - 1;
+        journal.prepared([&ready, at] {
+          ready[at].device.reset();
+          ready[at].host.reset();
+        });
+      }
+    }
+    stream.drain();  // every copy landed before any source goes
+  } catch (...) {
+    // Copies may still be writing the destinations: wait, then undo newest first.
+    try {
+      stream.drain();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "moebench: drain before residency rollback failed: %s\n", e.what());
+    }
+    journal.rollback();
+    ++residency_.rollbacks;
+    throw;
+  }
+  // Commit: nothing below can fail but the table upload, after which the sources are freed.
+  journal.commit();
+  for (Prepared& p : ready) {
+    ExpertBuffers& b = experts_[static_cast<std::size_t>(p.expert)];
+    auto& host = b.host[static_cast<std::size_t>(p.tensor)];
+    if (p.host) {
+      residency_.device_bytes_released += b.device(p.tensor).bytes();
+      host = std::move(p.host);
+    } else {
+      residency_.device_bytes_taken_back += p.device.bytes();
+      b.device(p.tensor) = std::move(p.device);
+    }
+  }
+  for (const ExpertMove& m : moves) placement_[static_cast<std::size_t>(m.expert)] = m.to;
+  resident_.rebuild(*this, stream);
+  stream.drain();  // the new tables are uploaded: the old pointers are no longer read
+  for (const ExpertMove& m : moves) {
+    ExpertBuffers& b = experts_[static_cast<std::size_t>(m.expert)];
+    for (int t = 0; t < kernels::kExpertTensors; ++t) {
+      if (m.to == Placement::host) b.device(t).reset();
+      else b.host[static_cast<std::size_t>(t)].reset();
+    }
+  }
+  ++residency_.transitions;
 }
 
 const kernels::ExpertTable& MoeWeights::resident_table(Stream& stream) {

@@ -19,12 +19,9 @@ kernels::ExpertTable upload_tables(const MoeWeights& weights, DeviceBuffer& devi
   const auto& experts = weights.experts();
   const std::size_t n = experts.size();
   host.assign(4 * n, nullptr);
-  for (std::size_t e = 0; e < n; ++e) {
-    host[0 * n + e] = experts[e].gate_up.data();
-    host[1 * n + e] = experts[e].gate_up_scales.data();
-    host[2 * n + e] = experts[e].down.data();
-    host[3 * n + e] = experts[e].down_scales.data();
-  }
+  for (std::size_t e = 0; e < n; ++e)
+    for (std::size_t t = 0; t < 4; ++t)  // device memory, or a cold expert's mapped host copy
+      host[t * n + e] = weights.tensor_pointer(static_cast<int>(e), static_cast<int>(t));
   device = allocator.allocate(host.size() * sizeof(void*));
   MOE_CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), host.size() * sizeof(void*),
                                  cudaMemcpyHostToDevice, stream.handle()));
@@ -56,6 +53,13 @@ kernels::ExpertTable legacy_lookup(const MoeWeights& weights, Stream& stream) {
 }
 
 }  // namespace
+
+void ResidentSlot::rebuild(const MoeWeights& weights, Stream& stream) {
+  if (!built_ || mutation_active(Mutation::static_resident_cache)) return;
+  stream.drain();  // the previous upload's host source is about to be overwritten
+  table_ = upload_tables(weights, device_tables_, host_tables_, allocator_, stream);
+  ++builds_;
+}
 
 const kernels::ExpertTable& ResidentSlot::acquire(const MoeWeights& weights, Stream& stream) {
   ++uses_;

@@ -25,6 +25,11 @@ class ResidentSlot {
   // fast-path use each call.
   const kernels::ExpertTable& acquire(const MoeWeights& weights, Stream& stream);
 
+  // Uploads the tables again into a new device array (after a residency transition moved
+  // experts): a graph captured before holds the old array's address, which is freed here, so
+  // no such graph may exist (Engine::apply_residency refuses). No-op before the first build.
+  void rebuild(const MoeWeights& weights, Stream& stream);
+
   bool built() const { return built_; }
   std::size_t uses() const { return uses_; }
   std::size_t builds() const { return builds_; }

@@ -28,6 +28,16 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       return {T{"bandwidth", "step", {"cold_figure_defeats_l2"}}};
     case Mutation::blocking_one_layer:
       return {T{"host-nonblocking", "forward", {"forward_returns_before_gpu_finishes"}}};
+    case Mutation::telemetry_reset_per_replay:
+      return {T{"route-telemetry", "window", {"window_matches_oracle"}}};
+    case Mutation::telemetry_count_wraps:
+      return {T{"route-telemetry", "window", {"overflow_saturates_sticky"}}};
+    case Mutation::telemetry_reset_in_capture:
+      return {T{"route-telemetry", "window", {"reset_refused_during_capture"}}};
+    case Mutation::residency_under_live_graph:
+      return {T{"expert-residency", "transition", {"transition_refused_under_live_graph"}}};
+    case Mutation::residency_no_rollback:
+      return {T{"expert-residency", "transition", {"fault_rolls_back"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

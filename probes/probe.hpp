@@ -50,6 +50,7 @@ struct ProbeInfo {
   std::string_view description;  // one line, shown by `moebench list`
   void (*run)(ProbeState&);
   bool in_default_suite;
+  bool histogram = false;  // writes routing histograms (per-expert counts) when asked (--histogram)
 };
 
 // Every probe moebench has, in the order the default suite runs them.

@@ -6,6 +6,8 @@
 
 namespace moe {
 
+void run_route_telemetry_probe(ProbeState&);
+void run_expert_residency_probe(ProbeState&);
 void run_copy_probe(ProbeState&);
 void run_bandwidth_probe(ProbeState&);
 void run_capture_replay_probe(ProbeState&);
@@ -30,6 +32,16 @@ constexpr std::array kProbes{
               "graph capture and replay: capture refusals, no sync in capture, replays after "
               "input changes, repeated cycles, eager after replay, teardown; host time saved",
               &run_capture_replay_probe, true},
+    ProbeInfo{"route-telemetry",
+              "the route kernel's record of routed experts: one window over eager calls and "
+              "replays equals the oracle, reset refused in capture, overflow and poison fail "
+              "closed, two engines apart; overhead of arming against 2 us and 2%",
+              &run_route_telemetry_probe, true, true},
+    ProbeInfo{"expert-residency",
+              "hot experts on the device, cold ones in host memory from a telemetry window: "
+              "same bits as all-resident, refused in capture and under a live graph, a fault "
+              "rolls back; step time resident, planned and all cold",
+              &run_expert_residency_probe, true, true},
     ProbeInfo{"two-engine",
               "N engines built, run and destroyed in sequence, weights at the same addresses, "
               "freed experts poisoned: a stale resident table reads poison (docs/bugs.md, bug 1)",

@@ -33,6 +33,14 @@ struct RunOptions {
   int barrier_reps = 300;                     // probe barrier: enqueues in each of its loops
   int max_layers = 0;                         // cap on an engine's layers; 0 = no cap
   std::size_t copy_bytes = 0;                 // probe copy buffer size; 0 = 4 GiB capped by free memory
+  // Probe route-telemetry: what it runs (all, checks, overhead). --telemetry.
+  std::string telemetry = "all";
+  bool histogram = false;                     // write each window's per-expert counts (--histogram)
+  // Probe expert-residency's policy: an expert is hot when it received at least this share of
+  // the window's routed pairs, as long as the hot experts fit the device budget (bytes of
+  // routed experts a layer keeps on the device; 0: no cap).
+  double hot_share = 0.01;
+  std::size_t device_budget = 0;
   std::string fixtures_dir;
   bool user_set_shapes = false;
   bool user_set_ms = false;

@@ -12,6 +12,7 @@
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
+#include "reports/routing_histogram.hpp"
 
 namespace moe::report {
 
@@ -301,6 +302,7 @@ std::string render_html(const Report& r) {
   out << bandwidth_section(r, nullptr);
   out << stages_section(r);
   out << spread_section_report(r);
+  out << render_histogram_html(r);
   out << case_table(r);
   out << "<h2>Environment</h2>\n"
       << json_details("tool", r.tool) << json_details("environment", r.environment)

@@ -8,6 +8,7 @@
 #include "reports/stage_view.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
+#include "reports/routing_histogram.hpp"
 
 namespace moe::report {
 
@@ -119,6 +120,8 @@ std::string render_markdown(const Report& r) {
       if (!k.passed)
         out << "  - check " << code(k.name) << ": " << escape_markdown_cell(k.detail) << '\n';
   }
+  if (const std::string h = render_histogram_table(r); !h.empty())
+    out << "\n<details><summary>Routing histograms</summary>\n\n```\n" << h << "```\n\n</details>\n";
   out << "\n<details><summary>Environment</summary>\n\n```json\n"
       << nlohmann::json{{"tool", r.tool}, {"environment", r.environment}, {"options", r.options}}
              .dump(2)

@@ -59,6 +59,28 @@ std::string open_svg(int width, int height, const std::string& title) {
          "</title>\n";
 }
 
+// Horizontal grid lines at `ticks`, labelled left of the plot area.
+template <class Y>
+std::string y_grid(const std::vector<double>& ticks, double left, double width, Y py) {
+  std::string s;
+  for (double t : ticks) {
+    s += line(left, py(t), left + width, py(t), kGridColor);
+    s += text(left - 6, py(t) + 4, tick_label(t), "end", "fill-opacity=\"0.7\"");
+  }
+  return s;
+}
+
+// The plot area's two axes, the x label under it and the y label turned along it.
+std::string axes(double left, double top, double pw, double ph, int height, const std::string& x_label,
+                 const std::string& y_label) {
+  std::string s = line(left, top + ph, left + pw, top + ph, kAxisColor);
+  s += line(left, top, left, top + ph, kAxisColor);
+  s += text(left + pw / 2, height - 8, x_label, "middle");
+  s += "<text transform=\"translate(14," + num(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\" fill=\"" +
+       kTextColor + "\">" + escape_html(y_label) + "</text>\n";
+  return s;
+}
+
 }  // namespace
 
 const std::string& series_color(std::size_t index) {
@@ -109,11 +131,7 @@ std::string render_line_chart(const LineChart& c) {
   std::ostringstream s;
   s << open_svg(c.width, c.height, c.title);
   s << text(left, 20, c.title, "start", "font-size=\"14\" font-weight=\"600\"");
-  // Grid and axes.
-  for (double t : yticks) {
-    s << line(left, py(t), left + pw, py(t), kGridColor);
-    s << text(left - 6, py(t) + 4, tick_label(t), "end", "fill-opacity=\"0.7\"");
-  }
+  s << y_grid(yticks, left, pw, py);  // grid and axes
   std::vector<double> xticks;
   if (c.log2_x) {
     for (double e = std::ceil(x0); e <= x1; e += 1) xticks.push_back(std::exp2(e));
@@ -129,12 +147,7 @@ std::string render_line_chart(const LineChart& c) {
     s << line(px(t), top, px(t), top + ph, kGridColor);
     s << text(px(t), top + ph + 16, tick_label(t), "middle", "fill-opacity=\"0.7\"");
   }
-  s << line(left, top + ph, left + pw, top + ph, kAxisColor);
-  s << line(left, top, left, top + ph, kAxisColor);
-  s << text(left + pw / 2, c.height - 8, c.x_label, "middle");
-  s << "<text transform=\"translate(14," << num(top + ph / 2) << ") rotate(-90)\" "
-    << "text-anchor=\"middle\" fill=\"" << kTextColor << "\">" << escape_html(c.y_label)
-    << "</text>\n";
+  s << axes(left, top, pw, ph, c.height, c.x_label, c.y_label);
 
   std::vector<double> label_ys;
   for (const ReferenceLine& r : c.references) {
@@ -168,6 +181,37 @@ std::string render_line_chart(const LineChart& c) {
     s << text(lx + 28, ly + 4, ser.label);
     ly += 18;
   }
+  s << "</svg>\n";
+  return s.str();
+}
+
+std::string render_bar_chart(const BarChart& c) {
+  const double left = 64, right = 16, top = 36, bottom = 46;
+  const double pw = c.width - left - right, ph = c.height - top - bottom;
+  double ymax = 0;
+  for (const Bar& b : c.bars) ymax = std::max(ymax, b.value);
+  const std::vector<double> yticks = nice_ticks(0, ymax > 0 ? ymax * 1.05 : 1, 4);
+  const double y1 = std::max(yticks.back(), ymax > 0 ? ymax * 1.05 : 1);
+  const double n = static_cast<double>(std::max<std::size_t>(c.bars.size(), 1));
+  const double slot = pw / n, bw = std::max(1.0, slot * 0.8);
+  auto py = [&](double y) { return top + ph - y / y1 * ph; };
+  const std::size_t label_every = std::max<std::size_t>(1, (c.bars.size() + 31) / 32);
+
+  std::ostringstream s;
+  s << open_svg(c.width, c.height, c.title);
+  s << text(left, 20, c.title, "start", "font-size=\"14\" font-weight=\"600\"");
+  s << y_grid(yticks, left, pw, py);
+  for (std::size_t i = 0; i < c.bars.size(); ++i) {
+    const Bar& b = c.bars[i];
+    const double x = left + slot * static_cast<double>(i) + (slot - bw) / 2;
+    const double y = py(std::max(0.0, b.value));
+    s << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(bw) << "\" height=\""
+      << num(top + ph - y) << "\" fill=\"" << c.color << "\"><title>" << escape_html(b.tooltip)
+      << "</title></rect>\n";
+    if (i % label_every == 0)
+      s << text(x + bw / 2, top + ph + 14, b.label, "middle", "fill-opacity=\"0.7\" font-size=\"10\"");
+  }
+  s << axes(left, top, pw, ph, c.height, c.x_label, c.y_label);
   s << "</svg>\n";
   return s.str();
 }

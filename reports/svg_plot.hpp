@@ -37,6 +37,24 @@ struct LineChart {
 
 std::string render_line_chart(const LineChart& chart);
 
+struct Bar {
+  std::string label;    // under the bar (every few bars when there are many)
+  double value = 0;
+  std::string tooltip;  // shown on hover
+};
+
+struct BarChart {
+  std::string title;
+  std::string x_label, y_label;
+  std::vector<Bar> bars;  // drawn left to right in the order given
+  std::string color = "#0072B2";
+  int width = 960, height = 260;
+};
+
+// Vertical bars from zero (a routing histogram: one bar an expert). Labels under the bars are
+// thinned to at most about 32, so 256 experts stay legible.
+std::string render_bar_chart(const BarChart& chart);
+
 struct SpreadRow {
   std::string label;           // left of the row
   std::string note;            // right of the row (e.g. the median)

@@ -1,4 +1,5 @@
 #include "reports/table.hpp"
+#include "reports/routing_histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -82,6 +83,7 @@ std::string render_table(const Report& report) {
     for (const Check& k : c.checks)
       if (!k.passed) out << "    check " << k.name << ": " << k.detail << '\n';
   }
+  out << render_histogram_table(report);
   return out.str();
 }
 

@@ -148,6 +148,15 @@ empty shape	run --shape ''
 --max-layers 33	run --max-layers 33
 --max-layers abc	run --max-layers abc
 --no-stream-blocker=maybe	run --no-stream-blocker=maybe
+--telemetry sometimes	run route-telemetry --telemetry sometimes
+--telemetry without the probe	run copy --telemetry checks
+--histogram without a histogram	run copy --histogram
+--hot-share 0	run expert-residency --hot-share 0
+--hot-share 1.5	run expert-residency --hot-share 1.5
+--hot-share abc	run expert-residency --hot-share abc
+--hot-share without the probe	run copy --hot-share 0.5
+--device-budget below one expert	run expert-residency --device-budget 1000
+--device-budget -1	run expert-residency --device-budget -1
 --weight-format fp8	run --weight-format fp8
 --mode lazy	run --mode lazy
 --l2 warm	run --l2 warm

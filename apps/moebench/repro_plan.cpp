@@ -207,6 +207,16 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   o.read("copy_bytes", common.copy_bytes);
   o.read("max_layers", common.max_layers);
   o.read("barrier_reps", common.barrier_reps);
+  // Telemetry and residency options (absent in older reports). The policy's are passed on only
+  // when they were set: they are refused for runs without probe expert-residency.
+  o.read("telemetry", common.telemetry);
+  o.read("histogram", common.histogram);
+  double hot_share = RunOptions{}.hot_share;
+  o.read("hot_share", hot_share);
+  if (hot_share != RunOptions{}.hot_share) common.hot_share = hot_share;
+  std::size_t device_budget = 0;
+  o.read("device_budget", device_budget);
+  if (device_budget) common.device_budget = device_budget;
   bool stream_blocker = true;
   o.read("stream_blocker", stream_blocker);
   common.no_stream_blocker = !stream_blocker;

@@ -36,6 +36,7 @@ report::Report execute_run(const RunRequest& request) {
   // The device is touched only now, after every input was accepted.
   std::string why;
   if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
+  if (options.device_budget) validate_for_device(options, Device::open(options.device).total_memory());
   report.environment = report::capture_environment(options.device);
   writer.write(report);
 
@@ -134,6 +135,20 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_flag("--no-stream-blocker", r.no_stream_blocker,
                "Enqueue without holding the stream: GPU-event time then includes the host's "
                "launch latency. For runs whose enqueue can take seconds (compute-sanitizer)");
+  run.add_option("--telemetry", r.telemetry,
+                 "Probe route-telemetry: all, checks (the window's properties only) or overhead "
+                 "(the timing only)")
+      ->capture_default_str();
+  run.add_flag("--histogram", r.histogram,
+               "Write each telemetry window's per-expert counts (the routing histogram) into the "
+               "report (probes route-telemetry, expert-residency)");
+  run.add_option("--hot-share", r.hot_share,
+                 "Probe expert-residency: an expert stays on the device when it received at least "
+                 "this share of the window's routed pairs, (0, 1] (default 0.01)");
+  run.add_option("--device-budget", r.device_budget,
+                 "Probe expert-residency: device bytes of routed experts a layer may keep (default: "
+                 "no cap; at least one expert, at most the device)")
+      ->check(whole_number());
   run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
   run.add_flag("--in-process", r.in_process,
                "Run every probe in this process (default: one child process per probe, so a "

@@ -1,6 +1,7 @@
 // A RunRequest checked and resolved into RunOptions, and turned back into arguments.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <charconv>
 #include <set>
@@ -9,6 +10,7 @@
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
+#include "kernels/moe/generate.hpp"
 #include "probes/probe.hpp"
 #include "reports/metadata.hpp"
 
@@ -20,6 +22,64 @@ kernels::WeightFormat parse_weight_format(const std::string& s) {
   if (s == "bf16") return kernels::WeightFormat::bf16;
   if (s == "int4") return kernels::WeightFormat::int4;
   throw UsageError("--weight-format '" + s + "' is not valid; valid: bf16, int4");
+}
+
+bool selected(const std::vector<const ProbeInfo*>& probes, std::string_view name) {
+  return std::any_of(probes.begin(), probes.end(), [&](const ProbeInfo* p) { return p->name == name; });
+}
+
+// --telemetry, --histogram and the residency policy: valid values, and only with the probes
+// that use them, so a typo'd request fails here rather than running without effect.
+void resolve_telemetry_options(const RunRequest& r, const std::vector<const ProbeInfo*>& probes, RunOptions& o) {
+  if (r.telemetry != "all" && r.telemetry != "checks" && r.telemetry != "overhead")
+    throw UsageError("--telemetry '" + r.telemetry + "' is not valid; valid: all, checks, overhead");
+  if (r.telemetry != "all" && !selected(probes, "route-telemetry"))
+    throw UsageError("--telemetry " + r.telemetry + " applies to probe route-telemetry, which this run does not include");
+  o.telemetry = r.telemetry;
+  if (r.histogram) {
+    std::string with;
+    for (const ProbeInfo& p : all_probes())
+      if (p.histogram) with += (with.empty() ? "" : ", ") + std::string(p.name);
+    bool any = false;
+    for (const ProbeInfo* p : probes) {
+      // Named probes must each have one; the default suite writes them where it can.
+      if (!p->histogram && !r.probes.empty())
+        throw UsageError("--histogram: probe " + std::string(p->name) + " has no routing histogram; probes with one: " + with);
+      any = any || p->histogram;
+    }
+    if (!any) throw UsageError("--histogram: no probe of this run has a routing histogram; probes with one: " + with);
+  }
+  o.histogram = r.histogram;
+  if ((r.hot_share || r.device_budget) && !selected(probes, "expert-residency"))
+    throw UsageError(std::string(r.hot_share ? "--hot-share" : "--device-budget") +
+                     " applies to probe expert-residency, which this run does not include");
+  if (r.hot_share) {
+    if (!(*r.hot_share > 0 && *r.hot_share <= 1))
+      throw UsageError("--hot-share " + std::to_string(*r.hot_share) +
+                       " is out of range: a share of the routed pairs above 0 and at most 1");
+    o.hot_share = *r.hot_share;
+  }
+  if (r.device_budget) {
+    // Below one expert no plan can keep anything hot: refused for every shape and format the
+    // probe would run (its defaults: deepseek-v2-lite, bf16).
+    std::vector<Shape> shapes = o.shapes;
+    if (shapes.empty())
+      shapes.push_back(resolve_shape("deepseek-v2-lite", load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes")));
+    std::vector<kernels::WeightFormat> formats = o.formats;
+    if (formats.empty()) formats.push_back(kernels::WeightFormat::bf16);
+    for (const Shape& shape : shapes)
+      for (kernels::WeightFormat f : formats) {
+        const kernels::MoeDims d = shape.dims(f);
+        std::size_t expert = 0;
+        for (auto kind : {kernels::TensorKind::gate_up, kernels::TensorKind::down})
+          expert += kernels::expert_weight_bytes(d, kind) + kernels::expert_scale_bytes(d, kind);
+        if (*r.device_budget < expert)
+          throw UsageError("--device-budget " + std::to_string(*r.device_budget) + " is below one expert of " +
+                           shape.name + " (" + std::string(kernels::to_string(f)) + "): " + std::to_string(expert) +
+                           " bytes");
+      }
+    o.device_budget = *r.device_budget;
+  }
 }
 
 }  // namespace
@@ -134,11 +194,18 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--max-layers " + std::to_string(r.max_layers) +
                      " is out of range: 0 (no cap) or 1..32");
   o.max_layers = r.max_layers;
+  resolve_telemetry_options(r, probes, o);
   o.measure.block_during_enqueue = !r.no_stream_blocker;
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
   o.engine = EngineOptions::from_environment();
   for (const std::string& s : r.switches) o.engine.assign(s, "--switch");
   return o;
+}
+
+void validate_for_device(const RunOptions& o, std::size_t device_memory) {
+  if (o.device_budget > device_memory)
+    throw UsageError("--device-budget " + std::to_string(o.device_budget) + " is larger than the device (" +
+                     std::to_string(device_memory) + " bytes of memory)");
 }
 
 nlohmann::json options_json(const RunOptions& o) {
@@ -167,6 +234,10 @@ nlohmann::json options_json(const RunOptions& o) {
           {"engines", o.engines},
           {"barrier_reps", o.barrier_reps},
           {"max_layers", o.max_layers},
+          {"telemetry", o.telemetry},
+          {"histogram", o.histogram},
+          {"hot_share", o.hot_share},
+          {"device_budget", o.device_budget},
           {"stream_blocker", o.measure.block_during_enqueue},
           {"engine", o.engine.to_json()},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
@@ -222,6 +293,10 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
   for (const std::string& s : r.switches) a.insert(a.end(), {"--switch", s});
   if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
+  if (r.telemetry != "all") a.insert(a.end(), {"--telemetry", r.telemetry});
+  if (r.histogram) a.push_back("--histogram");
+  if (r.hot_share) a.insert(a.end(), {"--hot-share", num(*r.hot_share)});
+  if (r.device_budget) a.insert(a.end(), {"--device-budget", num(*r.device_budget)});
   if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
   if (r.no_stream_blocker) a.push_back("--no-stream-blocker");
   if (r.in_process) a.push_back("--in-process");

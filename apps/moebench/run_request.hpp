@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct RunRequest {
   int barrier_reps = 300;          // probe barrier: enqueues a loop
   int max_layers = 0;              // 0: the engine's own choice (4x the L2, at most 32)
   bool no_stream_blocker = false;  // enqueue without holding the stream (sanitizer runs)
+  std::string telemetry = "all";   // probe route-telemetry: all, checks, overhead
+  bool histogram = false;          // routing histograms in the report (probes that have them)
+  std::optional<double> hot_share;           // probe expert-residency's policy
+  std::optional<std::size_t> device_budget;  // bytes of routed experts a layer keeps on the device
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
   bool in_process = false;  // all probes in this process (default: a child process per probe)
@@ -50,6 +55,10 @@ struct RunRequest {
 // probes to run, in order.
 RunOptions resolve_run_options(const RunRequest& request, std::vector<const ProbeInfo*>& probes);
 nlohmann::json options_json(const RunOptions& options);
+
+// The checks that need the device's size, made once the device is known and before any probe
+// runs: a residency budget larger than the device's memory. Raises UsageError.
+void validate_for_device(const RunOptions& options, std::size_t device_memory_bytes);
 
 // The --m values as typed ("1,2,4" or repeated): whole numbers 1..65536, no empty items;
 // raises UsageError naming the bad item.

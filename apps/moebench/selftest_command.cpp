@@ -51,6 +51,10 @@ std::vector<std::string> quick_options(std::string_view probe) {
   // 1 GiB streams: still at least 8x the L2 of the GPUs moebench targets (the probe refuses
   // less), a quarter of the default's time.
   if (probe == "copy" || probe == "bandwidth") o.insert(o.end(), {"--copy-bytes", "1073741824"});
+  // The window's properties only: the overhead gate is a timing of full-size shapes.
+  if (probe == "route-telemetry")
+    o.insert(o.end(), {"--shape", "tiny", "--m", "1,4", "--weight-format", "bf16", "--telemetry", "checks"});
+  if (probe == "expert-residency") o.insert(o.end(), {"--shape", "tiny", "--m", "4", "--weight-format", "bf16"});
   return o;
 }
 

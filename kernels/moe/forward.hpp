@@ -20,6 +20,7 @@
 
 #include "kernels/moe/forward_options.hpp"
 #include "kernels/moe/moe_types.hpp"
+#include "kernels/moe/route_telemetry.hpp"
 
 namespace moe::kernels {
 
@@ -92,6 +93,9 @@ struct MoeForwardArgs {
   const __nv_bfloat16* router = nullptr;  // [E, H]
   const float* router_bias = nullptr;     // [E] or null: added to logits before scoring
   ExpertTable experts;                    // device arrays of E + S device pointers
+  // Route telemetry record the route kernel accumulates into; disarmed (null) by default, and
+  // then the route does exactly the work it does without it (route_telemetry.hpp).
+  RouteTelemetry telemetry;
   void* scratch = nullptr;
   std::size_t scratch_bytes = 0;
   ForwardPath path = ForwardPath::automatic;

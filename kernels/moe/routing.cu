@@ -42,6 +42,7 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/launch.cuh"
+#include "kernels/moe/route_telemetry.cuh"
 
 namespace moe::kernels {
 
@@ -62,6 +63,7 @@ struct RouteParams {
   const float* bias;
   int m, hidden, experts, shared, top_k, bit_words;
   bool softmax, renormalize;
+  RouteTelemetry telemetry;  // armed: every routed pair is recorded where it is weighed
   float* logits;
   int* topk_ids;
   float* topk_weights;
@@ -139,6 +141,11 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
     p.topk_weights[at] = w;
     if (ids_copy) ids_copy[at] = my_id;
     if (membership) atomicOr(membership + my_id, 1u << (t0 + t));
+    // Every route kernel weighs each pair here once: the one place telemetry accumulates.
+    if (p.telemetry.header) {
+      detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject ? p.telemetry.inject_id : my_id);
+      if (lane == 0) detail::record_routed_total(p.telemetry, static_cast<unsigned int>(p.top_k));
+    }
   }
 }
 
@@ -665,6 +672,10 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.bit_words = l.bit_words;
   p.softmax = d.scoring == Scoring::softmax;
   p.renormalize = d.renormalize;
+  p.telemetry = a.telemetry;
+  if (a.telemetry.armed() && a.telemetry.experts != d.experts)
+    throw Error(ExitCode::probe_error, "enqueue_route: telemetry record for " + std::to_string(a.telemetry.experts) +
+                                           " experts, the layer has " + std::to_string(d.experts));
   void* s = a.scratch;
   p.logits = l.at<float>(s, l.logits);
   p.topk_ids = l.at<int>(s, l.topk_ids);
