@@ -56,7 +56,10 @@ const DeviceBuffer& MoeWeights::ExpertBuffers::device(int t) const {
 const void* MoeWeights::tensor_pointer(int e, int t) const {
   const ExpertBuffers& b = experts_[static_cast<std::size_t>(e)];
   const PinnedBuffer& h = b.host[static_cast<std::size_t>(t)];
-  return h ? h.device_pointer() : b.device(t).data();
+  // By placement, not by which copy exists: while a transition commits, a moved tensor has both
+  // (table_pointer says why that matters). Shared experts are always on the device.
+  const Placement where = e < dims_.experts ? placement_[static_cast<std::size_t>(e)] : Placement::device;
+  return table_pointer(where, b.device(t).data(), h ? h.device_pointer() : nullptr);
 }
 
 void MoeWeights::apply_residency(const std::vector<Placement>& target, Stream& stream, ResidencyFaultPoint fault) {
@@ -162,6 +165,8 @@ void MoeWeights::apply_residency(const std::vector<Placement>& target, Stream& s
       b.device(p.tensor) = std::move(p.device);
     }
   }
+  // Both copies of every moved tensor exist here: the placement, set first, is what the rebuilt
+  // tables follow (tensor_pointer), so they name the new copies and none of the sources freed below.
   for (const ExpertMove& m : moves) placement_[static_cast<std::size_t>(m.expert)] = m.to;
   resident_.rebuild(*this, stream);
   stream.drain();  // the new tables are uploaded: the old pointers are no longer read

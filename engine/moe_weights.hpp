@@ -51,7 +51,7 @@ class MoeWeights {
   // place (docs/design/telemetry-and-residency.md says why not staging).
   const std::vector<Placement>& placement() const { return placement_; }
   // What the pointer tables hold for tensor t of expert e: device memory, or the device
-  // mapping of its host copy.
+  // mapping of its host copy, as its placement says (mid-commit a moved tensor has both).
   const void* tensor_pointer(int expert, int t) const;
   // Moves the routed experts to `target`, an expert (all its tensors) a group: every move is
   // prepared first (a copy where it goes, the source untouched), then all are committed and the

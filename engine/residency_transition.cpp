@@ -15,6 +15,12 @@ std::vector<ExpertMove> moves_between(const std::vector<Placement>& now, const s
   return moves;
 }
 
+const void* table_pointer(Placement placement, const void* device, const void* host_mapped) {
+  const void* own = placement == Placement::host ? host_mapped : device;
+  const void* other = placement == Placement::host ? device : host_mapped;
+  return own ? own : other;
+}
+
 TransitionJournal::~TransitionJournal() {
   try {
     rollback();

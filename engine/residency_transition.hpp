@@ -22,6 +22,16 @@ struct ExpertMove {
 // move: all tensors of an expert move together). Raises moe::Error when the sizes differ.
 std::vector<ExpertMove> moves_between(const std::vector<Placement>& now, const std::vector<Placement>& target);
 
+// What the pointer tables name for one tensor of an expert: `device` (its device memory) or
+// `host_mapped` (the device mapping of its pinned host copy), chosen by the expert's placement,
+// never by which copies exist. A commit keeps both copies of a moved tensor until the new tables
+// are uploaded (the source goes only after), so "the host copy if there is one" named, for an
+// expert coming back to the device, the host copy freed right after: the next forward read
+// freed pinned memory (an illegal address; docs/bugs.md, bug 6). The placement's copy absent, the
+// other one is named: only a group split by Mutation::residency_no_rollback gets there, each of
+// its tensors in one place alone. Null when neither exists (bf16 has no scales).
+const void* table_pointer(Placement placement, const void* device, const void* host_mapped);
+
 // The named fault point of a transition: step `fail_at` (1-based; 0: never) raises
 // ResidencyFault instead of being prepared. Probe expert-residency injects it.
 struct ResidencyFaultPoint {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/cuda_check.hpp"
@@ -32,6 +33,36 @@ std::vector<std::uint64_t> layer_checksums(Engine& e) {
   std::vector<std::uint64_t> host(n);
   MOE_CUDA_CHECK(cudaMemcpy(host.data(), out.data(), n * 8, cudaMemcpyDeviceToHost));
   return host;
+}
+
+// Why layer 0's resident tables (read back from the device) do not name exactly the live copy of
+// every tensor where its expert's placement says it lives, with nothing left in the other place;
+// empty when they do. Checked before a forward, so a table naming a freed copy is a failed check
+// here rather than an illegal address that poisons the context for every later case.
+std::string tables_off_placement(Engine& e) {
+  const MoeWeights& w = e.layer(0).weights();
+  const kernels::MoeDims& dims = e.layer(0).config().dims;
+  const std::size_t n = static_cast<std::size_t>(dims.total_experts());
+  const kernels::ExpertTable table = e.layer(0).weights().resident_table(e.stream());
+  e.stream().drain();
+  const void* const* arrays[kernels::kExpertTensors] = {table.gate_up, table.gate_up_scales, table.down, table.down_scales};
+  std::string why;
+  for (int t = 0; t < kernels::kExpertTensors; ++t) {
+    std::vector<const void*> got(n);
+    MOE_CUDA_CHECK(cudaMemcpy(got.data(), arrays[t], n * sizeof(void*), cudaMemcpyDeviceToHost));
+    for (std::size_t x = 0; x < n; ++x) {
+      const auto& b = w.experts()[x];
+      const PinnedBuffer& h = b.host[static_cast<std::size_t>(t)];
+      const bool cold = x < w.placement().size() && w.placement()[x] == Placement::host;
+      const void* want = cold ? h.device_pointer() : b.device(t).data();
+      const std::string at = "expert " + std::to_string(x) + " tensor " + std::to_string(t) + (cold ? " (host)" : " (device)");
+      if (got[x] != want) why += at + ": the table names another copy than the placement's; ";
+      if (cold ? static_cast<bool>(b.device(t)) : static_cast<bool>(h)) why += at + ": a copy is left in the other place; ";
+      const bool exists = t % 2 == 0 || dims.format == kernels::WeightFormat::int4;  // bf16 has no scales
+      if (exists && !(cold ? static_cast<bool>(h) : static_cast<bool>(b.device(t)))) why += at + ": no copy where the placement says; ";
+    }
+  }
+  return why;
 }
 
 EngineConfig tiny(kernels::WeightFormat format) {
@@ -87,12 +118,16 @@ TEST_CASE("cold experts give the all-resident output bit for bit, and the device
       Engine e(tiny(format), allocator, device);
       e.set_input(m, 7);
       e.forward();
+      e.stream().drain();  // the engine's stream is non-blocking: copy_to_host's cudaMemcpy does not wait for it
       const std::size_t elements = static_cast<std::size_t>(m) * e.config().shape.hidden;
       const std::vector<std::uint16_t> resident = copy_to_host(e.output(0), elements);
       const int E = e.layer(0).config().dims.experts;
       const std::size_t in_use = allocator.stats().bytes_in_use;
       e.apply_residency(0, {every(E, Placement::host), false, ""});
       CHECK(in_use - allocator.stats().bytes_in_use == static_cast<std::size_t>(E) * e.layer(0).weights().expert_bytes());
+      const std::string cold_off = tables_off_placement(e);
+      INFO("all cold: " << cold_off);
+      REQUIRE(cold_off.empty());  // a forward over such tables may read freed memory
       MOE_CUDA_CHECK(cudaMemsetAsync(const_cast<__nv_bfloat16*>(e.output(0)), 0xFF, elements * 2,
                                      e.stream().handle()));  // poisoned
       e.forward();
@@ -102,6 +137,12 @@ TEST_CASE("cold experts give the all-resident output bit for bit, and the device
       CHECK(allocator.stats().bytes_in_use == in_use);
       const auto& counters = e.layer(0).weights().residency_counters();
       CHECK(counters.device_bytes_released == counters.device_bytes_taken_back);
+      // Back on the device: the tables name the new device copies, not the host copies just freed.
+      const std::string back_off = tables_off_placement(e);
+      INFO("all back: " << back_off);
+      REQUIRE(back_off.empty());
+      MOE_CUDA_CHECK(cudaMemsetAsync(const_cast<__nv_bfloat16*>(e.output(0)), 0xFF, elements * 2,
+                                     e.stream().handle()));  // poisoned again
       e.forward();
       e.stream().drain();
       CHECK(count_differences(e.output(0), resident, elements) == 0);
@@ -129,6 +170,16 @@ TEST_CASE("a fault at any step of a transition rolls it back: checksums and plac
   CHECK(e.layer(0).weights().residency_counters().rollbacks == steps);
   e.apply_residency(0, {target, false, ""}, {steps + 1});  // past the last step: never fires
   CHECK(e.layer(0).weights().placement() == target);
+  const std::string applied_off = tables_off_placement(e);
+  INFO("applied: " << applied_off);
+  REQUIRE(applied_off.empty());
+  CHECK(layer_checksums(e) == before);
+  // And back: the tables follow the experts to their new device copies (the host ones are freed).
+  e.apply_residency(0, {every(E, Placement::device), false, ""});
+  CHECK(e.layer(0).weights().placement() == every(E, Placement::device));
+  const std::string back_off = tables_off_placement(e);
+  INFO("back: " << back_off);
+  REQUIRE(back_off.empty());
   CHECK(layer_checksums(e) == before);
 }
 
