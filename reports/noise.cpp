@@ -98,6 +98,13 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
       }
     }
   }
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (std::size_t j = i + 1; j < reports.size(); ++j)
+      if (std::string same = same_source(reports[i], reports[j], labels[i], labels[j]);
+          !same.empty()) {
+        same.replace(0, std::string("base and head").size(), labels[i] + " and " + labels[j]);
+        out.warnings.insert(out.warnings.begin(), same);
+      }
   for (Collected& col : collected) {
     if (col.medians.size() < 2) {
       out.warnings.push_back("case " + col.noise.key + " [" + col.noise.measurement + ", " +
@@ -113,6 +120,13 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
     col.noise.spread = median_spread(col.medians);
     col.noise.noisy = col.noise.spread.spread > options.max_spread;
     out.cases.push_back(std::move(col.noise));
+  }
+  if (out.cases.empty()) {
+    std::string held;
+    for (std::size_t r = 0; r < reports.size(); ++r)
+      held += (held.empty() ? "" : "; ") + labels[r] + " has " + probe_summary(reports[r]);
+    throw UsageError("no case is in two of the reports: " + held +
+                     " (are these runs of the same cases?)");
   }
   return out;
 }

@@ -20,6 +20,13 @@ std::string fmt(double v, int precision) {
   return buf;
 }
 
+std::string format_p_value(double p) {
+  if (!std::isfinite(p)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", p);
+  return buf;
+}
+
 std::string format_columns(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width;
   for (const auto& row : rows)

@@ -20,7 +20,8 @@ CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
   return cmd
       ->add_option("--metric", metrics,
                    purpose + ", comma-separated: gpu (GPU-event time), host (host enqueue "
-                             "time), gbps (GB/s)")
+                             "time), gbps (GB/s), pct (percent of each run's read ceiling: "
+                             "for reports from different GPUs)")
       ->delimiter(',')
       ->capture_default_str();
 }

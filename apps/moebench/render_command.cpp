@@ -4,6 +4,7 @@
 
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/text_output.hpp"
+#include "reports/case_filter.hpp"
 #include "reports/gbench_export.hpp"
 #include "reports/html_page.hpp"
 #include "reports/markdown.hpp"
@@ -17,11 +18,13 @@ struct RenderRequest {
   std::string report;
   std::string format = "table";
   std::string output;
+  std::string filter;
 };
 
 int render(const RenderRequest& r) {
   require_format("--format", r.format, {"table", "markdown", "html", "gbench", "json"});
-  const report::Report rep = report::load_report(r.report);
+  report::Report rep = report::load_report(r.report);
+  report::keep_matching_cases(rep, r.filter, r.report);
   std::string text;
   if (r.format == "markdown")
     text = report::render_markdown(rep);
@@ -50,6 +53,9 @@ Command add_render_command(CLI::App& app) {
                   "or json (the report, re-serialised)")
       ->capture_default_str();
   cmd->add_option("-o,--output", r->output, "Write to FILE, not stdout");
+  cmd->add_option("--filter", r->filter,
+                  "Only the cases whose key matches this regular expression (ECMAScript, "
+                  "searched anywhere in the key)");
   return {cmd, [r] { return render(*r); }};
 }
 
