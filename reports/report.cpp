@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
 #include "reports/metadata.hpp"
+#include "reports/report_validation.hpp"
 
 namespace moe::report {
 
@@ -260,7 +261,9 @@ void from_json(const json& j, Report& r) {
 }
 
 Report load_report(const std::string& path) {
-  const json j = read_json_file(path, "report");
+  check_report_size(path);  // before a byte is parsed
+  scan_raw_series(path);    // impossible samples, in constant memory
+  json j = read_json_file(path, "report");
   // Compared as JSON: json::value() would throw its own type_error on a non-string "schema".
   if (!j.is_object() || !j.contains("schema") || j.at("schema") != kSchemaName)
     throw UsageError("'" + path + "' is not a moebench report (field \"schema\" must be \"" +
@@ -281,7 +284,20 @@ Report load_report(const std::string& path) {
                      " must be at least 1");
   try {
     check_metadata_types(j);
-    return j.get<Report>();
+    // Case by case, each freed once read and validated: the document and the report are not
+    // both held whole.
+    json cases = std::move(j.at("cases"));
+    j["cases"] = json::array();
+    Report r = j.get<Report>();
+    if (!cases.is_array())
+      throw UsageError("field \"cases\" must be an array, got " + std::string(cases.type_name()));
+    r.cases.reserve(cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      r.cases.push_back(cases[i].get<CaseResult>());
+      validate_case(r.cases.back(), cases[i], i, path);
+      cases[i] = nullptr;
+    }
+    return r;
   } catch (const json::exception& e) {
     throw UsageError("report '" + path + "' has a missing or mistyped field: " + e.what());
   } catch (const UsageError& e) {  // a bad value inside a field (a verdict name): say where

@@ -53,7 +53,9 @@ def samples(rng, center, noise, n, outliers=True):
         x = center * (1 + rng.gauss(0, noise))
         if outliers and rng.random() < 0.04:
             x *= 1 + 8 * noise  # a preempted or clock-dipped sample
-        out.append(round(x, 4))
+        # A time is positive: very noisy series are cut at a tenth of their centre, never below
+        # zero (load_report refuses a time of 0 or less).
+        out.append(round(max(x, 0.1 * center), 4))
     return out
 
 
