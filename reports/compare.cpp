@@ -127,6 +127,12 @@ const Measurement* primary_measurement(const CaseResult& c) {
 
 }  // namespace
 
+bool lacks_fingerprints(const Report& r) {
+  return std::any_of(r.cases.begin(), r.cases.end(), [](const CaseResult& c) {
+    return c.shape && !c.shape_fingerprint;
+  });
+}
+
 std::string probe_summary(const Report& r) {
   std::vector<std::pair<std::string, std::size_t>> probes;  // first-seen order
   for (const CaseResult& c : r.cases) {
@@ -268,37 +274,47 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
   out.head_label = std::move(head_label);
   out.environment = environment_differences(base, head);
 
+  // Cases match by their full key, shape fingerprint included; a report from before
+  // fingerprints has none, and then both sides match by shape name, with a warning.
+  const bool by_name = lacks_fingerprints(base) || lacks_fingerprints(head);
+  auto key_of = [&](const CaseResult& c) { return c.key(!by_name); };
+  if (by_name)
+    out.warnings.push_back(
+        std::string(lacks_fingerprints(base) ? "base" : "head") +
+        " has cases without shape fingerprints (written before moebench recorded them): cases "
+        "are matched by shape name alone, so a shape whose dimensions changed under its name "
+        "compares as the same case (see the shape dimension warnings)");
   std::map<std::string, const CaseResult*> base_by_key;
   for (const CaseResult& c : base.cases) {
-    if (!base_by_key.emplace(c.key(), &c).second)
-      out.warnings.push_back("base has case " + c.key() + " twice; the first one is compared");
+    if (!base_by_key.emplace(key_of(c), &c).second)
+      out.warnings.push_back("base has case " + key_of(c) + " twice; the first one is compared");
   }
   std::map<std::string, const CaseResult*> head_by_key;
   for (const CaseResult& c : head.cases) {
-    if (!head_by_key.emplace(c.key(), &c).second) {
-      out.warnings.push_back("head has case " + c.key() + " twice; the first one is compared");
+    if (!head_by_key.emplace(key_of(c), &c).second) {
+      out.warnings.push_back("head has case " + key_of(c) + " twice; the first one is compared");
       continue;
     }
-    auto b = base_by_key.find(c.key());
+    auto b = base_by_key.find(key_of(c));
     if (b == base_by_key.end()) {
-      out.only_in_head.push_back(c.key());
+      out.only_in_head.push_back(key_of(c));
       continue;
     }
-    CaseComparison cc{c.key(), b->second, &c, {}};
+    CaseComparison cc{key_of(c), b->second, &c, {}};
     if (b->second->verdict != c.verdict)
-      out.verdict_changes.push_back({c.key(), b->second->verdict, c.verdict, c.reason});
+      out.verdict_changes.push_back({key_of(c), b->second->verdict, c.verdict, c.reason});
     for (const auto& [name, hm] : c.measurements) {
       if (!b->second->measurements.contains(name)) continue;
       const Measurement& bm = b->second->measurements.at(name);
       for (const auto* m : {&bm, &hm})
         if (const std::string note = m->throttling_note(); !note.empty())
-          out.warnings.push_back(std::string(m == &bm ? "base" : "head") + " case " + c.key() +
+          out.warnings.push_back(std::string(m == &bm ? "base" : "head") + " case " + key_of(c) +
                                  " [" + name + "]: " + note);
       const bool host = std::find(options.metrics.begin(), options.metrics.end(),
                                   ComparedMetric::host_time) != options.metrics.end();
       if (host && bm.host_time_includes_cupti() != hm.host_time_includes_cupti())
         out.warnings.push_back(
-            "case " + c.key() + " [" + name + "]: host enqueue time of " +
+            "case " + key_of(c) + " [" + name + "]: host enqueue time of " +
             (bm.host_time_includes_cupti() ? "base" : "head") +
             " was measured with CUPTI recording (a report from before the host pass), of " +
             (bm.host_time_includes_cupti() ? "head" : "base") +
@@ -315,10 +331,10 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
     out.cases.push_back(std::move(cc));
   }
   for (const CaseResult& c : base.cases)
-    if (!head_by_key.contains(c.key()) &&
-        std::find(out.only_in_base.begin(), out.only_in_base.end(), c.key()) ==
+    if (!head_by_key.contains(key_of(c)) &&
+        std::find(out.only_in_base.begin(), out.only_in_base.end(), key_of(c)) ==
             out.only_in_base.end())
-      out.only_in_base.push_back(c.key());
+      out.only_in_base.push_back(key_of(c));
   if (out.cases.empty())
     throw UsageError("no case is in both reports: " + out.base_label + " has " +
                      probe_summary(base) + "; " + out.head_label + " has " +

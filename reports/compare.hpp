@@ -137,6 +137,10 @@ std::vector<EnvironmentDifference> environment_differences(const Report& base, c
 // "bandwidth (12 cases), copy (3 cases)", or "no cases": what a report holds, for messages.
 std::string probe_summary(const Report& r);
 
+// Whether a report has a case with a shape but no shape fingerprint (written before them):
+// compare and noise then match cases by shape name (CaseResult::key(false)), with a warning.
+bool lacks_fingerprints(const Report& r);
+
 // A warning when two inputs are the same file, or copies of one run; "" otherwise.
 std::string same_source(const Report& a, const Report& b, const std::string& a_label,
                         const std::string& b_label);

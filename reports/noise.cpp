@@ -71,25 +71,30 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
   out.labels = labels;
   environment_warnings(reports, labels, out.warnings);
 
+  // Matched by full key; if a run predates shape fingerprints, all by shape name (warned).
+  const bool by_name = std::any_of(reports.begin(), reports.end(), lacks_fingerprints);
+  if (by_name)
+    out.warnings.push_back("a report has cases without shape fingerprints (written before "
+                           "moebench recorded them): cases are matched by shape name alone");
   using Key = std::tuple<std::string, std::string, ComparedMetric>;
   std::map<Key, std::size_t> index;  // into `collected`, which keeps first-seen order
   std::vector<Collected> collected;
   for (std::size_t r = 0; r < reports.size(); ++r) {
     std::set<std::string> seen;
     for (const CaseResult& c : reports[r].cases) {
-      if (!seen.insert(c.key()).second) {
-        out.warnings.push_back(labels[r] + " has case " + c.key() + " twice; the first counts");
+      if (!seen.insert(c.key(!by_name)).second) {
+        out.warnings.push_back(labels[r] + " has case " + c.key(!by_name) + " twice; the first counts");
         continue;
       }
       for (const auto& [name, m] : c.measurements) {
         if (const std::string note = m.throttling_note(); !note.empty())
-          out.warnings.push_back(labels[r] + " case " + c.key() + " [" + name + "]: " + note);
+          out.warnings.push_back(labels[r] + " case " + c.key(!by_name) + " [" + name + "]: " + note);
         for (ComparedMetric metric : options.metrics) {
           const std::vector<double> series = metric_series(c, name, metric);
           if (series.empty()) continue;  // not applicable (no GB/s for this case)
-          const Key key{c.key(), name, metric};
+          const Key key{c.key(!by_name), name, metric};
           auto [it, added] = index.emplace(key, collected.size());
-          if (added) collected.push_back({{c.key(), name, metric, {}, {}, 0, false}, {}});
+          if (added) collected.push_back({{c.key(!by_name), name, metric, {}, {}, 0, false}, {}});
           Collected& col = collected[it->second];
           col.noise.runs.push_back(r);
           col.medians.push_back(summarize(series).median);

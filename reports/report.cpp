@@ -65,7 +65,7 @@ const std::vector<double>& Measurement::main_loop_host_time_us() const {
   return host_time_with_cupti_us.empty() ? host_time_us : host_time_with_cupti_us;
 }
 
-std::string CaseResult::key() const {
+std::string CaseResult::key(bool with_fingerprint) const {
   std::ostringstream k;
   k << probe << '/' << name;
   if (shape) k << "/shape=" << *shape;
@@ -73,6 +73,7 @@ std::string CaseResult::key() const {
   if (format) k << "/format=" << *format;
   if (mode) k << "/mode=" << *mode;
   if (mutation) k << "/mutation=" << *mutation;
+  if (with_fingerprint && shape_fingerprint) k << "/dims=" << *shape_fingerprint;
   return k.str();
 }
 
@@ -210,6 +211,7 @@ void to_json(json& j, const CaseResult& c) {
            {"format", optional_json(c.format)},
            {"mode", optional_json(c.mode)},
            {"mutation", optional_json(c.mutation)},
+           {"shape_fingerprint", optional_json(c.shape_fingerprint)},
            {"seed", c.seed},
            {"verdict", to_string(c.verdict)},
            {"reason", c.reason},
@@ -228,6 +230,8 @@ void from_json(const json& j, CaseResult& c) {
   optional_from(j, "format", c.format);
   optional_from(j, "mode", c.mode);
   optional_from(j, "mutation", c.mutation);
+  c.shape_fingerprint.reset();  // optional: absent in reports from before it
+  if (j.contains("shape_fingerprint")) optional_from(j, "shape_fingerprint", c.shape_fingerprint);
   j.at("seed").get_to(c.seed);
   c.verdict = verdict_from_string(j.at("verdict").get<std::string>());
   j.at("reason").get_to(c.reason);

@@ -82,6 +82,9 @@ struct CaseResult {
   std::optional<std::string> format;
   std::optional<std::string> mode;
   std::optional<std::string> mutation;  // fault injected for this case, if any
+  // Shape::fingerprint() of the shape the case ran: every dimension and routing parameter, so
+  // two shapes under one name never share a key. Absent in reports from before it existed.
+  std::optional<std::string> shape_fingerprint;
   std::uint64_t seed = 0;
   Verdict verdict = Verdict::pass;
   std::string reason;               // one line on why the verdict
@@ -91,8 +94,10 @@ struct CaseResult {
   nlohmann::json evidence = nlohmann::json::object();
   nlohmann::json parameters = nlohmann::json::object();  // what `repro` needs to rerun it
 
-  // Stable identity for comparison across reports: probe/name/shape/m/format/mode/mutation.
-  std::string key() const;
+  // Stable identity for comparison across reports: probe/name/shape/m/format/mode/mutation,
+  // then /dims=FINGERPRINT where the shape's fingerprint is recorded. Without the fingerprint
+  // (with_fingerprint false) it is the key of reports from before it: matching by shape name.
+  std::string key(bool with_fingerprint = true) const;
   // Sets the verdict from the checks: any failed check -> fail (an error stays an error).
   void conclude_from_checks();
 };
