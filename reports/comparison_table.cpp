@@ -3,20 +3,22 @@
 #include <sstream>
 
 #include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::report {
 
 std::string render_comparison_table(const Comparison& c) {
   std::ostringstream out;
-  out << "moebench compare: " << c.base_label << " -> " << c.head_label << "\n";
+  auto line = [](const std::string& t) { return escape_terminal(t, kMaxLineChars); };
+  out << "moebench compare: " << line(c.base_label) << " -> " << line(c.head_label) << "\n";
   bool any_warning = false;
   for (const EnvironmentDifference& d : c.environment) {
     if (d.expected) continue;
     if (!any_warning) out << "\nwarning: the reports differ in what they ran on:\n";
     any_warning = true;
-    out << "  " << d.field << ": " << d.base << " -> " << d.head << '\n';
+    out << "  " << line(d.field) << ": " << line(d.base) << " -> " << line(d.head) << '\n';
   }
-  for (const std::string& w : c.warnings) out << "warning: " << w << '\n';
+  for (const std::string& w : c.warnings) out << "warning: " << line(w) << '\n';
 
   if (!c.verdict_changes.empty()) {
     out << "\nverdict changes:\n";
@@ -51,11 +53,11 @@ std::string render_comparison_table(const Comparison& c) {
     out << "\nMISSING from head (" << c.only_in_base.size() << "; "
         << (c.options.allow_missing ? "allowed by --allow-missing" : "a failure: --allow-missing accepts it")
         << "):\n";
-    for (const std::string& k : c.only_in_base) out << "  MISSING " << k << '\n';
+    for (const std::string& k : c.only_in_base) out << "  MISSING " << line(k) << '\n';
   }
   if (!c.only_in_head.empty()) {
     out << "\nonly in head (" << c.only_in_head.size() << "):\n";
-    for (const std::string& k : c.only_in_head) out << "  " << k << '\n';
+    for (const std::string& k : c.only_in_head) out << "  " << line(k) << '\n';
   }
   std::size_t worse = 0;
   for (const VerdictChange& v : c.verdict_changes) worse += v.worse();

@@ -10,6 +10,7 @@
 
 #include "common/build_info.hpp"
 #include "common/gpu_clocks.hpp"
+#include "common/nvidia_driver.hpp"
 
 namespace moe::report {
 
@@ -113,6 +114,16 @@ json capture_environment(int device_index) {
     sw["cuda_driver"] = version_string(driver);
   else
     sw["cuda_driver"] = nullptr;
+  // The driver's own version (NVML), which cuda_driver (the CUDA API version it supports) is
+  // not: "580.95.05" beside "13.0".
+  const NvidiaDriver nvidia = probe_nvidia_driver();
+  if (nvidia.version)
+    sw["nvidia_driver"] = *nvidia.version;
+  else {
+    sw["nvidia_driver"] = nullptr;
+    sw["nvidia_driver_reason"] = nvidia.libcuda ? nvidia.why_no_version
+                                                : "no NVIDIA driver (" + nvidia.why_no_version + ")";
+  }
   std::uint32_t cupti = 0;
   if (cuptiGetVersion(&cupti) == CUPTI_SUCCESS) sw["cupti_api"] = cupti;
   env["software"] = sw;

@@ -41,6 +41,7 @@ constexpr Field kFields[] = {
     {"max memory clock (MHz)", "environment", "/gpu/max_memory_clock_mhz", false},
     {"ECC", "environment", "/gpu/ecc_enabled", false},
     {"CUDA driver", "environment", "/software/cuda_driver", false},
+    {"NVIDIA driver", "environment", "/software/nvidia_driver", false},
     {"CUDA runtime", "environment", "/software/cuda_runtime", false},
     {"CUPTI", "environment", "/software/cupti_api", false},
     {"host", "environment", "/host/hostname", true},

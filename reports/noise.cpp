@@ -11,6 +11,7 @@
 #include "common/errors.hpp"
 #include "reports/statistics.hpp"
 #include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::report {
 
@@ -153,7 +154,8 @@ std::string render_noise_table(const NoiseSummary& s) {
       << pct(s.options.max_spread) << "% over " << s.labels.size()
       << " runs (spread = (max - min) / mean of the per-run medians; rsd = their standard\n"
          "deviation / mean; run rsd = the largest relative standard deviation within one run)\n";
-  for (const std::string& w : s.warnings) out << "warning: " << w << '\n';
+  for (const std::string& w : s.warnings)
+    out << "warning: " << escape_terminal(w, kMaxLineChars) << '\n';
   return out.str();
 }
 

@@ -23,7 +23,7 @@ int list(const std::string& what, const std::string& fixtures) {
     for (const ProbeInfo& p : all_probes())
       rows.push_back({std::string(p.name), p.in_default_suite ? "yes" : "no",
                       std::string(p.description)});
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   if (all || what == "shapes") {
     if (all) std::printf("\n");
@@ -34,14 +34,14 @@ int list(const std::string& what, const std::string& fixtures) {
                       std::to_string(s.experts), std::to_string(s.top_k),
                       std::to_string(s.shared_experts), std::string(kernels::to_string(s.scoring)),
                       s.description});
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   if (all || what == "mutations") {
     if (all) std::printf("\n");
     std::vector<std::vector<std::string>> rows{{"mutation", "caught by", "restores"}};
     for (const MutationInfo& m : all_mutations())
       rows.push_back({std::string(m.name), std::string(m.probe), std::string(m.description)});
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   if (all || what == "switches") {
     if (all) std::printf("\n");
@@ -53,7 +53,7 @@ int list(const std::string& what, const std::string& fixtures) {
       rows.push_back({std::string(s.name), std::string(s.default_value), values, std::string(s.env),
                       std::string(s.meaning)});
     }
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   return 0;
 }

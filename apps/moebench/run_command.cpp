@@ -45,7 +45,7 @@ report::Report execute_run(const RunRequest& request) {
     writer.write(report);
     throw Error(ExitCode::interrupted, "interrupted; the partial report (" +
                                            std::to_string(report.cases.size()) +
-                                           " cases) is in " + request.output);
+                                           " cases) is in " + writer.path());
   }
   report.invocation["finished_at"] = now_iso8601();
   report.invocation["complete"] = true;
@@ -57,8 +57,10 @@ report::Report execute_run(const RunRequest& request) {
     else
       std::cout << report::render_table(report);
   }
-  std::fprintf(stderr, "report: %s (%s)\n", request.output.c_str(),
-               report::to_string(report.overall()).c_str());
+  std::fprintf(stderr, "report: %s (%s)%s\n", writer.path().c_str(),
+               report::to_string(report.overall()).c_str(),
+               writer.fell_back() ? (" (not " + request.output + ": it could not be written)").c_str()
+                                  : "");
   return report;
 }
 

@@ -115,6 +115,11 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     if (!std::filesystem::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
       throw UsageError("--output '" + r.output + "': folder '" + folder +
                        "' does not exist or is not writable");
+    if (std::filesystem::is_directory(r.output, ec))
+      throw UsageError("--output '" + r.output + "' is a folder: name the report file, e.g. '" +
+                       (std::filesystem::path(r.output) / "moebench-report.json").string() + "'");
+    if (std::filesystem::exists(r.output, ec) && ::access(r.output.c_str(), W_OK) != 0)
+      throw UsageError("--output '" + r.output + "' exists and is not writable");
   }
   constexpr std::size_t kMinCopy = std::size_t{1} << 20, kMaxCopy = std::size_t{1} << 40;
   if (r.copy_bytes != 0 && (r.copy_bytes < kMinCopy || r.copy_bytes > kMaxCopy || r.copy_bytes % 16))
