@@ -417,6 +417,7 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
     s.source_keys["shared_experts"] = "model_type \"" + model_type + "\" (its shared_expert)";
     s.scoring = kernels::Scoring::sigmoid;
     s.renormalize = false;
+    s.source_keys["scoring"] = s.source_keys["renormalize"] = "model_type \"" + model_type + "\"";
     s.weight_scales_input = true;
     s.source_keys["weight_scales_input"] = "model_type \"" + model_type + "\" (sigmoid top-1 router)";
     provenance.push_back("shared_experts<-model_type");
