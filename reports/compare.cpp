@@ -157,10 +157,10 @@ std::string same_source(const Report& base, const Report& head, const std::strin
   if (std::filesystem::equivalent(base_label, head_label, ec))
     return "base and head are the same file (" + base_label +
            "): the comparison says nothing about a change";
-  // Two copies of one run: same start time and command line.
+  // Two copies of one run: same build, start time, command line and machine.
   if (base.invocation.is_object() && !base.invocation.empty() &&
       base.invocation.contains("started_at") && base.invocation == head.invocation &&
-      base.environment == head.environment)
+      base.environment == head.environment && base.tool == head.tool)
     return "base and head are copies of one run (same invocation and environment): the "
            "comparison says nothing about a change";
   return "";
