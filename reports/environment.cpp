@@ -60,7 +60,12 @@ json gpu_info(int device, std::string* why_not) {
   const cudaError_t status = cudaGetDeviceProperties(&p, device);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    *why_not = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+    // "Insufficient driver" is also the runtime's answer when there is no driver at all.
+    int driver = 0, runtime = 0;
+    (void)cudaDriverGetVersion(&driver);
+    (void)cudaRuntimeGetVersion(&runtime);
+    *why_not = explain_no_cuda(cudaGetErrorName(status), cudaGetErrorString(status),
+                               probe_nvidia_driver(), driver, runtime);
     return nullptr;
   }
   char pci[32] = {};

@@ -12,6 +12,7 @@
 #include "common/nvidia_driver.hpp"
 #include "reports/case_summary.hpp"
 #include "reports/compare.hpp"
+#include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -76,11 +77,18 @@ TEST_CASE("no NVIDIA driver is told apart from a driver too old for the runtime"
   CHECK(other == "cudaErrorNoDevice: no CUDA-capable device is detected (NVIDIA driver 535.104.05)");
   // This machine as it is: whatever it has, the message matches it.
   const moe::NvidiaDriver here = moe::probe_nvidia_driver();
+  const nlohmann::json env = capture_environment(0);
+  CHECK(env.at("software").contains("nvidia_driver"));
   if (!here.libcuda) {
     const auto r = moe::test::moebench("run", "copy", "-o", "/tmp/moebench-nodriver.json");
     CHECK(r.exit_code == 3);
     CHECK(r.err.find("no NVIDIA driver") != std::string::npos);
     CHECK(r.err.find("insufficient") == std::string::npos);
+    CHECK(env.at("gpu").at("reason").get<std::string>().find("no NVIDIA driver") == 0);
+    CHECK(env.at("software").at("nvidia_driver").is_null());
+    CHECK(env.at("software").at("nvidia_driver_reason").get<std::string>().find("no NVIDIA driver") == 0);
+  } else if (here.version) {
+    CHECK(env.at("software").at("nvidia_driver") == *here.version);
   }
 }
 
