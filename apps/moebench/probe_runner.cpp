@@ -13,6 +13,8 @@
 #include "common/cuda_check.hpp"
 #include "engine/device.hpp"
 #include "reports/metadata.hpp"
+#include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::cli {
 
@@ -47,7 +49,7 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
           std::string(probe.name), options, device, allocator, sampler,
           [&](report::CaseResult c) {
             std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
-                         c.key().c_str());
+                         report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
             report.cases.push_back(std::move(c));
             writer.write(report);  // nothing measured is lost if a later case dies
             if (g_interrupted.load()) throw Interrupted();
@@ -116,7 +118,8 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
       const report::Report r = report::load_report(child.output);
       complete = report::metadata_flag(r.invocation, "/complete", false);
       for (const report::CaseResult& c : r.cases) {
-        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(), c.key().c_str());
+        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
+                     report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
         report.cases.push_back(c);
         ++got;
       }

@@ -31,6 +31,9 @@ void refuse_list_duplicates(const RunRequest& r) {
   refuse_duplicates("--m", ms);
   refuse_duplicates("--weight-format", r.weight_formats);
   refuse_duplicates("--mode", r.modes);
+  std::vector<std::string> switches;  // by name: pdl=on and pdl=off are one switch twice
+  for (const std::string& s : r.switches) switches.push_back(s.substr(0, s.find('=')));
+  refuse_duplicates("--switch", switches);
 }
 
 // Two shapes under one name would share case keys' shape= part and every table's row label.

@@ -179,6 +179,7 @@ TEST_CASE("moebench run: two shapes with one name, and a value given twice, are 
       {{"run", "bandwidth", "--weight-format", "bf16,bf16"}, "--weight-format 'bf16' is given twice"},
       {{"run", "bandwidth", "--mode", "graph,eager,graph"}, "--mode 'graph' is given twice"},
       {{"run", "copy", "bandwidth", "copy"}, "probe 'copy' is given twice"},
+      {{"run", "copy", "--switch", "pdl=off", "--switch", "pdl=on"}, "--switch 'pdl' is given twice"},
       {{"compare", report("h200-base.json"), report("h200-base.json"), "--metric", "gpu,host,gpu"},
        "--metric 'gpu' is given twice"},
   };
