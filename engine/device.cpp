@@ -1,6 +1,7 @@
 #include "engine/device.hpp"
 
 #include "common/cuda_check.hpp"
+#include "common/nvidia_driver.hpp"
 
 namespace moe {
 
@@ -9,7 +10,14 @@ int Device::count(std::string* why) {
   const cudaError_t status = cudaGetDeviceCount(&n);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    if (why) *why = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+    if (why) {
+      // "Insufficient driver" is also the answer when there is no driver: tell them apart.
+      int driver = 0, runtime = 0;
+      (void)cudaDriverGetVersion(&driver);
+      (void)cudaRuntimeGetVersion(&runtime);
+      *why = explain_no_cuda(cudaGetErrorName(status), cudaGetErrorString(status),
+                             probe_nvidia_driver(), driver, runtime);
+    }
     return 0;
   }
   if (n == 0 && why) *why = "the driver reports no CUDA device";

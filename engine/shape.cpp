@@ -1,6 +1,8 @@
 #include "engine/shape.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 
@@ -20,9 +22,12 @@ constexpr int kMaxExperts = 1024;
 constexpr int kMaxTopK = 32;
 constexpr int kSizeMultiple = 32;  // 16-byte loads of int4 (32 values) along every K
 
-const std::set<std::string> kShapeFields{"name",      "hidden",         "moe_inter",
-                                         "experts",   "top_k",          "shared_experts",
-                                         "scoring",   "renormalize",    "description"};
+const std::set<std::string> kShapeFields{
+    "name",        "hidden",          "moe_inter",           "experts",
+    "top_k",       "shared_experts",  "scoring",             "renormalize",
+    "description", "n_group",         "topk_group",          "topk_method",
+    "routed_scaling_factor",          "shared_expert_inter", "shared_expert_gate",
+    "weight_scales_input",            "not_computed"};
 
 int int_field(const json& j, const std::string& key, const std::string& origin, bool required,
               int fallback = 0) {
@@ -59,6 +64,30 @@ kernels::Scoring parse_scoring(const json& v, const std::string& origin, const s
   if (s == "sigmoid") return kernels::Scoring::sigmoid;
   throw UsageError(origin + ": field \"" + key + "\" = \"" + s +
                    "\" is not a scoring function; valid: softmax, sigmoid");
+}
+
+// Typed reads that name the key: a config's "true" in quotes is a string, not a boolean.
+bool bool_value(const json& v, const std::string& origin, const std::string& key) {
+  if (!v.is_boolean())
+    throw UsageError(origin + ": field \"" + key + "\" must be true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+std::string string_value(const json& v, const std::string& origin, const std::string& key) {
+  if (!v.is_string())
+    throw UsageError(origin + ": field \"" + key + "\" must be a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+double number_value(const json& v, const std::string& origin, const std::string& key) {
+  if (!v.is_number())
+    throw UsageError(origin + ": field \"" + key + "\" must be a number, got " + v.dump());
+  return v.get<double>();
+}
+
+std::string number_value_text(const json& v, const std::string& origin, const std::string& key) {
+  (void)number_value(v, origin, key);
+  return v.dump();
 }
 
 // Where a Hugging Face config keeps MoE fields: the top level or a nested sub-config.
@@ -104,24 +133,100 @@ kernels::MoeDims Shape::dims(kernels::WeightFormat format) const {
 }
 
 json Shape::to_json() const {
-  return json{{"name", name},
-              {"hidden", hidden},
-              {"moe_inter", moe_inter},
-              {"experts", experts},
-              {"top_k", top_k},
-              {"shared_experts", shared_experts},
-              {"scoring", std::string(kernels::to_string(scoring))},
-              {"renormalize", renormalize},
-              {"description", description}};
+  json j{{"name", name},
+         {"hidden", hidden},
+         {"moe_inter", moe_inter},
+         {"experts", experts},
+         {"top_k", top_k},
+         {"shared_experts", shared_experts},
+         {"scoring", std::string(kernels::to_string(scoring))},
+         {"renormalize", renormalize},
+         {"description", description}};
+  // The routing features only where a shape uses them: absent means the default, so reports
+  // and case files of plain shapes read as before.
+  if (n_group != 1) j["n_group"] = n_group;
+  if (topk_group != 1) j["topk_group"] = topk_group;
+  if (topk_method != "greedy") j["topk_method"] = topk_method;
+  if (routed_scaling_factor != 1.0) j["routed_scaling_factor"] = routed_scaling_factor;
+  if (shared_expert_inter != 0) j["shared_expert_inter"] = shared_expert_inter;
+  if (shared_expert_gate) j["shared_expert_gate"] = true;
+  if (weight_scales_input) j["weight_scales_input"] = true;
+  if (!other_not_computed.empty()) j["not_computed"] = other_not_computed;
+  return j;
+}
+
+std::string Shape::fingerprint() const {
+  std::string text = "h" + std::to_string(hidden) + ";i" + std::to_string(moe_inter) + ";e" +
+                     std::to_string(experts) + ";k" + std::to_string(top_k) + ";s" +
+                     std::to_string(shared_experts) + ";" +
+                     std::string(kernels::to_string(scoring)) + (renormalize ? ";norm" : ";raw");
+  const json extra = to_json();
+  for (const char* k : {"n_group", "topk_group", "topk_method", "routed_scaling_factor",
+                        "shared_expert_inter", "shared_expert_gate", "weight_scales_input",
+                        "not_computed"})
+    if (extra.contains(k)) text += std::string(";") + k + "=" + extra.at(k).dump();
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64-bit
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string Shape::key_of(const std::string& field) const {
+  auto it = source_keys.find(field);
+  return it == source_keys.end() ? field : it->second;
+}
+
+std::vector<std::string> Shape::not_computed() const {
+  std::vector<std::string> out;
+  auto value = [](const auto& v) { return json(v).dump(); };
+  if (n_group != 1 || topk_group != 1)
+    out.push_back(key_of("n_group") + " = " + value(n_group) + ", " + key_of("topk_group") +
+                  " = " + value(topk_group) +
+                  ": grouped top-k (groups ranked by the sum of their top-2 scores)");
+  if (topk_method != "greedy")
+    out.push_back(key_of("topk_method") + " = " + value(topk_method) +
+                  (topk_method == "noaux_tc"
+                       ? ": a per-expert correction bias in the selection, not in the weights"
+                       : ": a selection other than plain top-k"));
+  if (routed_scaling_factor != 1.0)
+    out.push_back(key_of("routed_scaling_factor") + " = " + value(routed_scaling_factor) +
+                  ": the routed experts' sum scaled");
+  if (shared_expert_inter != 0 && shared_expert_inter != moe_inter)
+    out.push_back(key_of("shared_expert_inter") + " = " + value(shared_expert_inter) +
+                  ": a shared expert of its own width (the engine's are " + key_of("moe_inter") +
+                  " = " + value(moe_inter) + " wide)");
+  if (shared_expert_gate)
+    out.push_back(key_of("shared_expert_gate") +
+                  ": a sigmoid gate on the shared expert's output");
+  if (weight_scales_input)
+    out.push_back(key_of("weight_scales_input") +
+                  ": the sigmoid of the top-1 logit scales the expert's input, not its output");
+  out.insert(out.end(), other_not_computed.begin(), other_not_computed.end());
+  return out;
+}
+
+void refuse_not_computed(const Shape& s) {
+  const std::vector<std::string> missing = s.not_computed();
+  if (missing.empty()) return;
+  std::string list;
+  for (const std::string& m : missing) list += (list.empty() ? "" : "; ") + m;
+  throw UsageError("shape '" + s.name + "' (" + (s.source.empty() ? "built in" : s.source) +
+                   ") needs what the route kernel does not compute yet: " + list +
+                   ". Running it without would measure another layer; not run");
 }
 
 void validate_shape(const Shape& s, const std::string& origin) {
+  auto key = [&](const char* field) { return "\"" + s.key_of(field) + "\""; };
   auto positive = [&](int v, const char* field, int max) {
     if (v <= 0)
-      throw UsageError(origin + ": field \"" + field + "\" = " + std::to_string(v) +
+      throw UsageError(origin + ": field " + key(field) + " = " + std::to_string(v) +
                        " must be positive");
     if (v > max)
-      throw UsageError(origin + ": field \"" + field + "\" = " + std::to_string(v) +
+      throw UsageError(origin + ": field " + key(field) + " = " + std::to_string(v) +
                        " is above the limit " + std::to_string(max));
   };
   positive(s.hidden, "hidden", kMaxHidden);
@@ -129,16 +234,31 @@ void validate_shape(const Shape& s, const std::string& origin) {
   positive(s.experts, "experts", kMaxExperts);
   positive(s.top_k, "top_k", kMaxTopK);
   if (s.shared_experts < 0 || s.shared_experts > 64)
-    throw UsageError(origin + ": field \"shared_experts\" = " + std::to_string(s.shared_experts) +
-                     " must be in 0..64");
+    throw UsageError(origin + ": field " + key("shared_experts") + " = " +
+                     std::to_string(s.shared_experts) + " must be in 0..64");
   if (s.top_k > s.experts)
-    throw UsageError(origin + ": field \"top_k\" = " + std::to_string(s.top_k) +
-                     " exceeds \"experts\" = " + std::to_string(s.experts));
-  for (auto [v, field] : {std::pair{s.hidden, "hidden"}, std::pair{s.moe_inter, "moe_inter"}})
+    throw UsageError(origin + ": field " + key("top_k") + " = " + std::to_string(s.top_k) +
+                     " exceeds " + key("experts") + " = " + std::to_string(s.experts));
+  std::vector<std::pair<int, const char*>> sizes{{s.hidden, "hidden"}, {s.moe_inter, "moe_inter"}};
+  if (s.shared_expert_inter != 0) {
+    positive(s.shared_expert_inter, "shared_expert_inter", kMaxInter);
+    sizes.emplace_back(s.shared_expert_inter, "shared_expert_inter");
+  }
+  for (auto [v, field] : sizes)
     if (v % kSizeMultiple != 0)
-      throw UsageError(origin + ": field \"" + field + "\" = " + std::to_string(v) +
+      throw UsageError(origin + ": field " + key(field) + " = " + std::to_string(v) +
                        " must be a multiple of " + std::to_string(kSizeMultiple) +
                        " (the kernels load 16 bytes of int4 weights, 32 values, at a time)");
+  if (s.n_group < 1 || s.n_group > s.experts || s.experts % s.n_group != 0)
+    throw UsageError(origin + ": field " + key("n_group") + " = " + std::to_string(s.n_group) +
+                     " must divide " + key("experts") + " = " + std::to_string(s.experts));
+  if (s.topk_group < 1 || s.topk_group > s.n_group)
+    throw UsageError(origin + ": field " + key("topk_group") + " = " +
+                     std::to_string(s.topk_group) + " must be 1.." + key("n_group") + " = " +
+                     std::to_string(s.n_group));
+  if (!std::isfinite(s.routed_scaling_factor) || s.routed_scaling_factor <= 0)
+    throw UsageError(origin + ": field " + key("routed_scaling_factor") + " = " +
+                     json(s.routed_scaling_factor).dump() + " must be a positive number");
   if (s.name.empty()) throw UsageError(origin + ": field \"name\" must not be empty");
 }
 
@@ -169,9 +289,40 @@ Shape parse_shape_json(const json& j, const std::string& origin) {
       throw UsageError(origin + ": field \"description\" must be a string");
     s.description = j.at("description").get<std::string>();
   }
+  s.n_group = int_field(j, "n_group", origin, false, 1);
+  s.topk_group = int_field(j, "topk_group", origin, false, 1);
+  s.shared_expert_inter = int_field(j, "shared_expert_inter", origin, false, 0);
+  if (j.contains("topk_method")) s.topk_method = string_value(j.at("topk_method"), origin, "topk_method");
+  if (j.contains("routed_scaling_factor"))
+    s.routed_scaling_factor = number_value(j.at("routed_scaling_factor"), origin, "routed_scaling_factor");
+  for (auto [field, out] : {std::pair{"shared_expert_gate", &s.shared_expert_gate},
+                            std::pair{"weight_scales_input", &s.weight_scales_input}})
+    if (j.contains(field)) *out = bool_value(j.at(field), origin, field);
+  if (j.contains("not_computed")) {
+    const json& v = j.at("not_computed");
+    if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); }))
+      throw UsageError(origin + ": field \"not_computed\" must be an array of strings");
+    s.other_not_computed = v.get<std::vector<std::string>>();
+  }
   s.source = origin;
   validate_shape(s, origin);
   return s;
+}
+
+// A config's name: its "_name_or_path" (the last part of the path), else the file's own name,
+// else its folder's for a file called config.json (a download keeps the model in the folder).
+// Never "model_type": Qwen3-30B-A3B and Qwen3-235B-A22B are both "qwen3_moe".
+std::string config_name(const json& j, const std::string& origin) {
+  if (j.contains("_name_or_path") && j.at("_name_or_path").is_string()) {
+    std::string path = j.at("_name_or_path").get<std::string>();
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    const std::string last = std::filesystem::path(path).filename().string();
+    if (!last.empty()) return last;
+  }
+  const std::filesystem::path file(origin);
+  std::string name = file.stem().string();
+  if (name == "config") name = file.parent_path().filename().string();
+  return name.empty() ? "config" : name;
 }
 
 Shape shape_from_hf_config(const json& j, const std::string& origin) {
@@ -189,11 +340,15 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
   const std::vector<std::string> shared_names{"n_shared_experts", "num_shared_experts"};
 
   const Found experts = find_field(scopes, expert_names);
-  if (!experts.value || !experts.value->is_number_integer() || experts.value->get<long long>() <= 0)
-    throw UsageError(origin + ": not a Mixture-of-Experts config: no positive expert count in "
-                     "any of " + join(expert_names) +
+  if (!experts.value)
+    throw UsageError(origin + ": not a Mixture-of-Experts config: no expert count in any of " +
+                     join(expert_names) +
                      " (looked at the top level and in text_config, language_config, "
                      "llm_config, ffn_config, moe_config)");
+  if (!experts.value->is_number_integer() || experts.value->get<long long>() <= 0)
+    throw UsageError(origin + ": field \"" + experts.field +
+                     "\" must be a positive integer (the routed experts), got " +
+                     experts.value->dump());
   auto need_int = [&](const std::vector<std::string>& names, const char* what) {
     const Found f = find_field(scopes, names);
     if (!f.value)
@@ -204,47 +359,108 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
                        f.value->dump());
     return std::pair{config_int(*f.value, origin, f.field), f.field};
   };
+  // An optional key: absent is nullptr; present with the wrong type is refused by name.
+  auto optional = [&](const char* key) { return find_field(scopes, {key}); };
+  // The model family, from the innermost scope that says (Llama-4: text_config's llama4_text).
+  std::string model_type;
+  for (const json* scope : scopes)
+    if (scope->contains("model_type") && scope->at("model_type").is_string())
+      model_type = scope->at("model_type").get<std::string>();
 
   Shape s;
   std::vector<std::string> provenance;
+  auto from = [&](const char* field, const std::string& key) {
+    if (key != field) s.source_keys[field] = key;
+    provenance.push_back(std::string(field) + "<-" + key);
+  };
   s.experts = config_int(*experts.value, origin, experts.field);
-  provenance.push_back("experts<-" + experts.field);
+  from("experts", experts.field);
   auto [top_k, topk_field] = need_int(topk_names, "top-k");
   s.top_k = top_k;
-  provenance.push_back("top_k<-" + topk_field);
+  from("top_k", topk_field);
   auto [hidden, hidden_field] = need_int(hidden_names, "hidden size");
   s.hidden = hidden;
-  provenance.push_back("hidden<-" + hidden_field);
+  from("hidden", hidden_field);
   auto [inter, inter_field] = need_int(inter_names, "expert intermediate size");
   s.moe_inter = inter;
-  provenance.push_back("moe_inter<-" + inter_field);
+  from("moe_inter", inter_field);
 
-  if (const Found f = find_field(scopes, shared_names); f.value && f.value->is_number_integer()) {
+  if (const Found f = find_field(scopes, shared_names); f.value) {
+    if (!f.value->is_number_integer())  // a boolean is not a count
+      throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
+                       f.value->dump());
     s.shared_experts = config_int(*f.value, origin, f.field);
-    provenance.push_back("shared_experts<-" + f.field);
-  } else if (const Found q = find_field(scopes, {"shared_expert_intermediate_size"});
-             q.value && q.value->is_number_integer() && q.value->get<long long>() > 0 &&
-             s.moe_inter > 0) {  // a non-positive moe_inter is refused by validate_shape below
-    // Qwen2-MoE style: one shared MLP of its own width, expressed as whole experts of width I
-    // (rounded up; 64-bit and clamped so no width can overflow or divide by zero).
-    const long long width = q.value->get<long long>();
-    s.shared_experts =
-        static_cast<int>(std::min<long long>((width - 1) / s.moe_inter + 1, INT32_MAX));
-    provenance.push_back("shared_experts<-shared_expert_intermediate_size/moe_inter");
+    from("shared_experts", f.field);
   }
-  if (const Found f = find_field(scopes, {"scoring_func"}); f.value)
+  if (const Found q = optional("shared_expert_intermediate_size"); q.value) {
+    if (!q.value->is_number_integer())
+      throw UsageError(origin + ": field \"shared_expert_intermediate_size\" must be an "
+                       "integer, got " + q.value->dump());
+    const long long width = q.value->get<long long>();
+    if (width != 0) {
+      // Qwen2-MoE: one shared MLP of its own width, and a sigmoid gate on its output
+      // (Qwen2MoeSparseMoeBlock.shared_expert_gate, which no key turns off).
+      s.shared_experts = std::max(s.shared_experts, 1);
+      s.shared_expert_inter = config_int(*q.value, origin, q.field);
+      from("shared_expert_inter", q.field);
+      s.source_keys["shared_experts"] = "shared_expert_intermediate_size";
+      if (model_type == "qwen2_moe") {
+        s.shared_expert_gate = true;
+        s.source_keys["shared_expert_gate"] = "shared_expert_gate (model_type \"qwen2_moe\")";
+      }
+    }
+  }
+  if (model_type == "llama4_text" || model_type == "llama4") {
+    // Llama-4: a shared expert of the routed width in every MoE layer, with no count key, and
+    // routing by the sigmoid of the top-1 logit, which scales the expert's input.
+    s.shared_experts = 1;
+    s.source_keys["shared_experts"] = "model_type \"" + model_type + "\" (its shared_expert)";
+    s.scoring = kernels::Scoring::sigmoid;
+    s.renormalize = false;
+    s.source_keys["scoring"] = s.source_keys["renormalize"] = "model_type \"" + model_type + "\"";
+    s.weight_scales_input = true;
+    s.source_keys["weight_scales_input"] = "model_type \"" + model_type + "\" (sigmoid top-1 router)";
+    provenance.push_back("shared_experts<-model_type");
+  }
+  if (const Found f = optional("scoring_func"); f.value) {
     s.scoring = parse_scoring(*f.value, origin, f.field);
-  if (const Found f = find_field(scopes, {"norm_topk_prob"}); f.value && f.value->is_boolean())
-    s.renormalize = f.value->get<bool>();
+    from("scoring", f.field);
+  }
+  if (const Found f = optional("norm_topk_prob"); f.value) {
+    s.renormalize = bool_value(*f.value, origin, f.field);
+    from("renormalize", f.field);
+  }
+  // DeepSeek-V2/V3 routing: groups, the selection method and a scale of the routed sum.
+  if (const Found f = optional("n_group"); f.value) {
+    if (!f.value->is_number_integer())
+      throw UsageError(origin + ": field \"n_group\" must be an integer, got " + f.value->dump());
+    s.n_group = config_int(*f.value, origin, f.field);
+  }
+  if (const Found f = optional("topk_group"); f.value) {
+    if (!f.value->is_number_integer())
+      throw UsageError(origin + ": field \"topk_group\" must be an integer, got " +
+                       f.value->dump());
+    s.topk_group = config_int(*f.value, origin, f.field);
+  }
+  if (const Found f = optional("topk_method"); f.value)
+    s.topk_method = string_value(*f.value, origin, f.field);
+  if (const Found f = optional("routed_scaling_factor"); f.value)
+    s.routed_scaling_factor = number_value(*f.value, origin, f.field);
+  // Other keys that change what a layer computes.
+  if (const Found f = optional("hidden_act"); f.value) {
+    const std::string act = string_value(*f.value, origin, f.field);
+    if (act != "silu" && act != "swiglu")
+      s.other_not_computed.push_back("hidden_act = \"" + act + "\": the engine's experts are SwiGLU (silu)");
+  }
+  if (const Found f = optional("swiglu_limit"); f.value)
+    s.other_not_computed.push_back("swiglu_limit = " + number_value_text(*f.value, origin, f.field) +
+                                   ": a clamped SwiGLU (gpt-oss)");
+  if (model_type == "phimoe")
+    s.other_not_computed.push_back(
+        "model_type = \"phimoe\": SparseMixer top-2 weights (router_jitter_noise), not a "
+        "softmax over the top-k");
 
-  if (j.contains("_name_or_path") && j.at("_name_or_path").is_string() &&
-      !j.at("_name_or_path").get<std::string>().empty())
-    s.name = std::filesystem::path(j.at("_name_or_path").get<std::string>()).filename().string();
-  else if (j.contains("model_type") && j.at("model_type").is_string())
-    s.name = j.at("model_type").get<std::string>();
-  else
-    s.name = std::filesystem::path(origin).parent_path().filename().string();
-  if (s.name.empty()) s.name = "config";
+  s.name = config_name(j, origin);
   s.description = "derived from " + origin + " (" + join(provenance) + ")";
   s.source = origin;
   validate_shape(s, origin);

@@ -39,6 +39,7 @@ report::CaseResult moe_case(const ProbeState& state, std::string name, const Sha
                             std::optional<std::string> mode) {
   report::CaseResult c = state.new_case(std::move(name));
   c.shape = shape.name;
+  c.shape_fingerprint = shape.fingerprint();
   c.format = std::string(kernels::to_string(format));
   c.m = m;
   c.mode = std::move(mode);

@@ -43,7 +43,11 @@ std::string describe_gpu(const Report& r) {
   if (auto sms = metadata_text(e, "/gpu/sm_count"); !sms.empty())
     detail += (detail.empty() ? "" : ", ") + sms + " SMs";
   if (!detail.empty()) out += " (" + detail + ")";
-  if (auto d = metadata_text(e, "/software/cuda_driver"); !d.empty()) out += ", driver " + d;
+  // The NVIDIA driver's version (NVML, absent in older reports), then the CUDA version that
+  // driver supports, which is not the driver's version.
+  if (auto d = metadata_text(e, "/software/nvidia_driver"); !d.empty()) out += ", driver " + d;
+  if (auto d = metadata_text(e, "/software/cuda_driver"); !d.empty())
+    out += ", driver CUDA " + d;
   if (auto rt = metadata_text(e, "/software/cuda_runtime"); !rt.empty()) out += ", runtime " + rt;
   return out;
 }

@@ -18,7 +18,8 @@ struct CaseSummary {
 
 CaseSummary summarize_case(const CaseResult& c);
 
-// "NVIDIA H200 (sm_90, 132 SMs), driver 13.0, runtime 13.0" or "no GPU (reason)".
+// "NVIDIA H200 (sm_90, 132 SMs), driver 580.95.05, driver CUDA 13.0, runtime 13.0" or
+// "no GPU (reason)".
 std::string describe_gpu(const Report& r);
 // "moebench 0.1.0 d7cabc8b1234 (Release, sm 90a)", "+dirty" when built from a modified tree.
 std::string describe_tool(const Report& r);

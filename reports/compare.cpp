@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -17,6 +18,7 @@ std::string to_string(ComparedMetric m) {
     case ComparedMetric::gpu_time: return "gpu";
     case ComparedMetric::host_time: return "host";
     case ComparedMetric::gbps: return "gbps";
+    case ComparedMetric::pct_of_ceiling: return "pct";
   }
   return "gpu";
 }
@@ -26,6 +28,7 @@ std::string display_name(ComparedMetric m) {
     case ComparedMetric::gpu_time: return "GPU time (us)";
     case ComparedMetric::host_time: return "host enqueue time (us)";
     case ComparedMetric::gbps: return "GB/s";
+    case ComparedMetric::pct_of_ceiling: return "% of read ceiling";
   }
   return "";
 }
@@ -34,14 +37,17 @@ ComparedMetric compared_metric_from_string(const std::string& s) {
   if (s == "gpu") return ComparedMetric::gpu_time;
   if (s == "host") return ComparedMetric::host_time;
   if (s == "gbps") return ComparedMetric::gbps;
-  throw UsageError("--metric '" + s + "' is not valid; valid: gpu, host, gbps");
+  if (s == "pct") return ComparedMetric::pct_of_ceiling;
+  throw UsageError("--metric '" + s + "' is not valid; valid: gpu, host, gbps, pct");
 }
 
 std::vector<ComparedMetric> compared_metrics_from_strings(const std::vector<std::string>& names) {
   std::vector<ComparedMetric> out;
   for (const std::string& name : names) {
     const ComparedMetric metric = compared_metric_from_string(name);
-    if (std::find(out.begin(), out.end(), metric) == out.end()) out.push_back(metric);
+    if (std::find(out.begin(), out.end(), metric) != out.end())
+      throw UsageError("--metric '" + name + "' is given twice");
+    out.push_back(metric);
   }
   return out;
 }
@@ -65,7 +71,8 @@ std::string as_typed(double v) {  // the value as the user typed it, nan and inf
 }  // namespace
 
 void validate_metrics_and_threshold(const std::vector<ComparedMetric>& metrics, double threshold) {
-  if (metrics.empty()) throw UsageError("--metric must name at least one of gpu, host, gbps");
+  if (metrics.empty())
+    throw UsageError("--metric must name at least one of gpu, host, gbps, pct");
   if (!(threshold > 0 && threshold < 1))
     throw UsageError("--threshold " + as_typed(100 * threshold) +
                      " is out of range: a percentage above 0 and below 100");
@@ -90,6 +97,7 @@ std::size_t Comparison::count(Change c) const {
 bool Comparison::regressed() const {
   for (const VerdictChange& v : verdict_changes)
     if (v.worse()) return true;
+  if (!only_in_base.empty() && !options.allow_missing) return true;
   return count(Change::slower) > 0;
 }
 
@@ -106,8 +114,10 @@ std::string pct(double fraction) {
   return s.str();
 }
 
-// Which way is better: times fall, bandwidth rises.
-bool higher_is_better(ComparedMetric m) { return m == ComparedMetric::gbps; }
+// Which way is better: times fall, bandwidth (and its share of the ceiling) rises.
+bool higher_is_better(ComparedMetric m) {
+  return m == ComparedMetric::gbps || m == ComparedMetric::pct_of_ceiling;
+}
 
 const Measurement* primary_measurement(const CaseResult& c) {
   auto it = c.measurements.find("main");
@@ -117,6 +127,45 @@ const Measurement* primary_measurement(const CaseResult& c) {
 
 }  // namespace
 
+bool lacks_fingerprints(const Report& r) {
+  return std::any_of(r.cases.begin(), r.cases.end(), [](const CaseResult& c) {
+    return c.shape && !c.shape_fingerprint;
+  });
+}
+
+std::string probe_summary(const Report& r) {
+  std::vector<std::pair<std::string, std::size_t>> probes;  // first-seen order
+  for (const CaseResult& c : r.cases) {
+    auto it = std::find_if(probes.begin(), probes.end(),
+                           [&](const auto& p) { return p.first == c.probe; });
+    if (it == probes.end())
+      probes.emplace_back(c.probe, 1);
+    else
+      ++it->second;
+  }
+  if (probes.empty()) return "no cases";
+  std::string out;
+  for (const auto& [probe, n] : probes)
+    out += (out.empty() ? "" : ", ") + probe + " (" + std::to_string(n) +
+           (n == 1 ? " case)" : " cases)");
+  return out;
+}
+
+std::string same_source(const Report& base, const Report& head, const std::string& base_label,
+                        const std::string& head_label) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(base_label, head_label, ec))
+    return "base and head are the same file (" + base_label +
+           "): the comparison says nothing about a change";
+  // Two copies of one run: same build, start time, command line and machine.
+  if (base.invocation.is_object() && !base.invocation.empty() &&
+      base.invocation.contains("started_at") && base.invocation == head.invocation &&
+      base.environment == head.environment && base.tool == head.tool)
+    return "base and head are copies of one run (same invocation and environment): the "
+           "comparison says nothing about a change";
+  return "";
+}
+
 std::vector<double> metric_series(const CaseResult& c, const std::string& measurement,
                                   ComparedMetric metric) {
   auto it = c.measurements.find(measurement);
@@ -125,9 +174,11 @@ std::vector<double> metric_series(const CaseResult& c, const std::string& measur
   switch (metric) {
     case ComparedMetric::gpu_time: return m.gpu_time_us;
     case ComparedMetric::host_time: return m.host_time_us;
-    case ComparedMetric::gbps: {
-      // The reported GB/s belongs to the primary measurement (bytes over its median time).
-      auto g = c.metrics.find("gbps");
+    case ComparedMetric::gbps:
+    case ComparedMetric::pct_of_ceiling: {
+      // The reported GB/s (and its percent of the run's read ceiling) belongs to the primary
+      // measurement (bytes over its median time).
+      auto g = c.metrics.find(metric == ComparedMetric::gbps ? "gbps" : "pct_of_read_ceiling");
       if (g == c.metrics.end() || primary_measurement(c) != &m || m.gpu_time_us.empty())
         return {};
       const double median = median_of(m.gpu_time_us);
@@ -223,37 +274,47 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
   out.head_label = std::move(head_label);
   out.environment = environment_differences(base, head);
 
+  // Cases match by their full key, shape fingerprint included; a report from before
+  // fingerprints has none, and then both sides match by shape name, with a warning.
+  const bool by_name = lacks_fingerprints(base) || lacks_fingerprints(head);
+  auto key_of = [&](const CaseResult& c) { return c.key(!by_name); };
+  if (by_name)
+    out.warnings.push_back(
+        std::string(lacks_fingerprints(base) ? "base" : "head") +
+        " has cases without shape fingerprints (written before moebench recorded them): cases "
+        "are matched by shape name alone, so a shape whose dimensions changed under its name "
+        "compares as the same case (see the shape dimension warnings)");
   std::map<std::string, const CaseResult*> base_by_key;
   for (const CaseResult& c : base.cases) {
-    if (!base_by_key.emplace(c.key(), &c).second)
-      out.warnings.push_back("base has case " + c.key() + " twice; the first one is compared");
+    if (!base_by_key.emplace(key_of(c), &c).second)
+      out.warnings.push_back("base has case " + key_of(c) + " twice; the first one is compared");
   }
   std::map<std::string, const CaseResult*> head_by_key;
   for (const CaseResult& c : head.cases) {
-    if (!head_by_key.emplace(c.key(), &c).second) {
-      out.warnings.push_back("head has case " + c.key() + " twice; the first one is compared");
+    if (!head_by_key.emplace(key_of(c), &c).second) {
+      out.warnings.push_back("head has case " + key_of(c) + " twice; the first one is compared");
       continue;
     }
-    auto b = base_by_key.find(c.key());
+    auto b = base_by_key.find(key_of(c));
     if (b == base_by_key.end()) {
-      out.only_in_head.push_back(c.key());
+      out.only_in_head.push_back(key_of(c));
       continue;
     }
-    CaseComparison cc{c.key(), b->second, &c, {}};
+    CaseComparison cc{key_of(c), b->second, &c, {}};
     if (b->second->verdict != c.verdict)
-      out.verdict_changes.push_back({c.key(), b->second->verdict, c.verdict, c.reason});
+      out.verdict_changes.push_back({key_of(c), b->second->verdict, c.verdict, c.reason});
     for (const auto& [name, hm] : c.measurements) {
       if (!b->second->measurements.contains(name)) continue;
       const Measurement& bm = b->second->measurements.at(name);
       for (const auto* m : {&bm, &hm})
         if (const std::string note = m->throttling_note(); !note.empty())
-          out.warnings.push_back(std::string(m == &bm ? "base" : "head") + " case " + c.key() +
+          out.warnings.push_back(std::string(m == &bm ? "base" : "head") + " case " + key_of(c) +
                                  " [" + name + "]: " + note);
       const bool host = std::find(options.metrics.begin(), options.metrics.end(),
                                   ComparedMetric::host_time) != options.metrics.end();
       if (host && bm.host_time_includes_cupti() != hm.host_time_includes_cupti())
         out.warnings.push_back(
-            "case " + c.key() + " [" + name + "]: host enqueue time of " +
+            "case " + key_of(c) + " [" + name + "]: host enqueue time of " +
             (bm.host_time_includes_cupti() ? "base" : "head") +
             " was measured with CUPTI recording (a report from before the host pass), of " +
             (bm.host_time_includes_cupti() ? "head" : "base") +
@@ -270,10 +331,17 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
     out.cases.push_back(std::move(cc));
   }
   for (const CaseResult& c : base.cases)
-    if (!head_by_key.contains(c.key()) &&
-        std::find(out.only_in_base.begin(), out.only_in_base.end(), c.key()) ==
+    if (!head_by_key.contains(key_of(c)) &&
+        std::find(out.only_in_base.begin(), out.only_in_base.end(), key_of(c)) ==
             out.only_in_base.end())
-      out.only_in_base.push_back(c.key());
+      out.only_in_base.push_back(key_of(c));
+  if (out.cases.empty())
+    throw UsageError("no case is in both reports: " + out.base_label + " has " +
+                     probe_summary(base) + "; " + out.head_label + " has " +
+                     probe_summary(head) + " (is the base the right report?)");
+  if (const std::string same = same_source(base, head, out.base_label, out.head_label);
+      !same.empty())
+    out.warnings.insert(out.warnings.begin(), same);
   // Verdicts that got worse first, then the other changes, each in head order.
   std::stable_sort(out.verdict_changes.begin(), out.verdict_changes.end(),
                    [](const VerdictChange& a, const VerdictChange& b) {
@@ -345,12 +413,14 @@ json to_json(const Comparison& c) {
               {"options", {{"metrics", metric_names},
                            {"threshold", c.options.min_effect},
                            {"confidence", c.options.confidence},
-                           {"min_samples_for_rank_test", c.options.min_samples_for_rank_test}}},
+                           {"min_samples_for_rank_test", c.options.min_samples_for_rank_test},
+                           {"allow_missing", c.options.allow_missing}}},
               {"regressed", c.regressed()},
               {"counts", {{"FASTER", c.count(Change::faster)},
                           {"SLOWER", c.count(Change::slower)},
                           {"SAME", c.count(Change::same)},
-                          {"AMBIGUOUS", c.count(Change::ambiguous)}}},
+                          {"AMBIGUOUS", c.count(Change::ambiguous)},
+                          {"MISSING", c.only_in_base.size()}}},
               {"environment_differences", env},
               {"warnings", c.warnings},
               {"verdict_changes", verdicts},

@@ -13,12 +13,14 @@
 
 namespace moe::report {
 
-// What is compared. Times: lower is better; GB/s: higher is better.
-enum class ComparedMetric { gpu_time, host_time, gbps };
-std::string to_string(ComparedMetric m);       // "gpu", "host", "gbps"
+// What is compared. Times: lower is better; GB/s and percent of the read ceiling: higher is
+// better. `pct` divides out the machine (each report by its own read ceiling), so it is the
+// metric for reports from different GPUs.
+enum class ComparedMetric { gpu_time, host_time, gbps, pct_of_ceiling };
+std::string to_string(ComparedMetric m);       // "gpu", "host", "gbps", "pct"
 std::string display_name(ComparedMetric m);    // "GPU time (us)", ...
 ComparedMetric compared_metric_from_string(const std::string& s);  // UsageError naming valid
-// --metric's values: each once, in the order first given; UsageError naming an invalid one.
+// --metric's values in the order given; UsageError naming an invalid or a repeated one.
 std::vector<ComparedMetric> compared_metrics_from_strings(const std::vector<std::string>& names);
 
 // The checks --metric and --threshold share in compare and noise: UsageError unless metrics
@@ -37,6 +39,9 @@ struct CompareOptions {
   // Below this many samples on either side the rank interval is too wide to be useful, and the
   // range rule (disjoint [min, max]) decides instead.
   std::size_t min_samples_for_rank_test = 8;
+  // A case of the base that the head lacks is MISSING and fails the comparison unless this is
+  // set (a head that ran a subset on purpose).
+  bool allow_missing = false;
 
   void validate() const;  // UsageError naming the bad value and the valid range
 };
@@ -88,11 +93,14 @@ struct Comparison {
   std::vector<std::string> only_in_base, only_in_head;
 
   std::size_t count(Change c) const;
-  // A metric came out SLOWER or a verdict got worse: `moebench compare` exits 1.
+  // A metric came out SLOWER, a verdict got worse, or a base case is MISSING from the head
+  // (unless options.allow_missing): `moebench compare` exits 1.
   bool regressed() const;
 };
 
-// `base` and `head` must outlive the result (it points into them).
+// `base` and `head` must outlive the result (it points into them). Raises UsageError when no
+// case is in both reports (a CI job pointed at the wrong base), naming each report's probes.
+// Labels that name one file (or reports of one run) are warned about.
 Comparison compare_reports(const Report& base, const Report& head, const CompareOptions& options,
                            std::string base_label = "base", std::string head_label = "head");
 
@@ -122,6 +130,18 @@ std::string signed_percent(double fraction);
 
 namespace moe::report {
 // Tool, GPU, driver, clocks and measurement options that differ between the two reports
-// (reports/environment_diff.cpp). Commits are listed too, marked expected.
+// (reports/environment_diff.cpp). Commits are listed too, marked expected. Also: read ceilings
+// more than 1% apart, and a shape name whose dimensions differ between the two.
 std::vector<EnvironmentDifference> environment_differences(const Report& base, const Report& head);
+
+// "bandwidth (12 cases), copy (3 cases)", or "no cases": what a report holds, for messages.
+std::string probe_summary(const Report& r);
+
+// Whether a report has a case with a shape but no shape fingerprint (written before them):
+// compare and noise then match cases by shape name (CaseResult::key(false)), with a warning.
+bool lacks_fingerprints(const Report& r);
+
+// A warning when two inputs are the same file, or copies of one run; "" otherwise.
+std::string same_source(const Report& a, const Report& b, const std::string& a_label,
+                        const std::string& b_label);
 }  // namespace moe::report

@@ -3,20 +3,22 @@
 #include <sstream>
 
 #include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::report {
 
 std::string render_comparison_table(const Comparison& c) {
   std::ostringstream out;
-  out << "moebench compare: " << c.base_label << " -> " << c.head_label << "\n";
+  auto line = [](const std::string& t) { return escape_terminal(t, kMaxLineChars); };
+  out << "moebench compare: " << line(c.base_label) << " -> " << line(c.head_label) << "\n";
   bool any_warning = false;
   for (const EnvironmentDifference& d : c.environment) {
     if (d.expected) continue;
     if (!any_warning) out << "\nwarning: the reports differ in what they ran on:\n";
     any_warning = true;
-    out << "  " << d.field << ": " << d.base << " -> " << d.head << '\n';
+    out << "  " << line(d.field) << ": " << line(d.base) << " -> " << line(d.head) << '\n';
   }
-  for (const std::string& w : c.warnings) out << "warning: " << w << '\n';
+  for (const std::string& w : c.warnings) out << "warning: " << line(w) << '\n';
 
   if (!c.verdict_changes.empty()) {
     out << "\nverdict changes:\n";
@@ -38,7 +40,7 @@ std::string render_comparison_table(const Comparison& c) {
                     signed_percent(m.relative_change),
                     "[" + signed_percent(m.relative_low) + ", " +
                         signed_percent(m.relative_high) + "]",
-                    m.method != "rank" ? "-" : m.p_value < 0.001 ? "<0.001" : fmt(m.p_value, 2),
+                    m.method != "rank" ? "-" : format_p_value(m.p_value),
                     std::to_string(m.base_samples) + "/" + std::to_string(m.head_samples),
                     to_string(m.change)});
   }
@@ -48,18 +50,20 @@ std::string render_comparison_table(const Comparison& c) {
     out << "no metric to compare: no case is in both reports with samples\n";
 
   if (!c.only_in_base.empty()) {
-    out << "\nonly in base (" << c.only_in_base.size() << "):\n";
-    for (const std::string& k : c.only_in_base) out << "  " << k << '\n';
+    out << "\nMISSING from head (" << c.only_in_base.size() << "; "
+        << (c.options.allow_missing ? "allowed by --allow-missing" : "a failure: --allow-missing accepts it")
+        << "):\n";
+    for (const std::string& k : c.only_in_base) out << "  MISSING " << line(k) << '\n';
   }
   if (!c.only_in_head.empty()) {
     out << "\nonly in head (" << c.only_in_head.size() << "):\n";
-    for (const std::string& k : c.only_in_head) out << "  " << k << '\n';
+    for (const std::string& k : c.only_in_head) out << "  " << line(k) << '\n';
   }
   std::size_t worse = 0;
   for (const VerdictChange& v : c.verdict_changes) worse += v.worse();
   out << "\n" << c.count(Change::slower) << " slower, " << c.count(Change::faster)
       << " faster, " << c.count(Change::same) << " same, " << c.count(Change::ambiguous)
-      << " ambiguous; " << worse << " verdict(s) worse (threshold " << fmt(100 * c.options.min_effect, 2)
+      << " ambiguous; " << c.only_in_base.size() << " missing; " << worse << " verdict(s) worse (threshold " << fmt(100 * c.options.min_effect, 2)
       << "%, confidence " << fmt(100 * c.options.confidence, 3) << "%)\n";
   out << (c.regressed() ? "REGRESSION\n" : "no regression\n");
   return out.str();

@@ -10,6 +10,7 @@
 
 #include "common/build_info.hpp"
 #include "common/gpu_clocks.hpp"
+#include "common/nvidia_driver.hpp"
 
 namespace moe::report {
 
@@ -59,7 +60,12 @@ json gpu_info(int device, std::string* why_not) {
   const cudaError_t status = cudaGetDeviceProperties(&p, device);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    *why_not = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+    // "Insufficient driver" is also the runtime's answer when there is no driver at all.
+    int driver = 0, runtime = 0;
+    (void)cudaDriverGetVersion(&driver);
+    (void)cudaRuntimeGetVersion(&runtime);
+    *why_not = explain_no_cuda(cudaGetErrorName(status), cudaGetErrorString(status),
+                               probe_nvidia_driver(), driver, runtime);
     return nullptr;
   }
   char pci[32] = {};
@@ -113,6 +119,16 @@ json capture_environment(int device_index) {
     sw["cuda_driver"] = version_string(driver);
   else
     sw["cuda_driver"] = nullptr;
+  // The driver's own version (NVML), which cuda_driver (the CUDA API version it supports) is
+  // not: "580.95.05" beside "13.0".
+  const NvidiaDriver nvidia = probe_nvidia_driver();
+  if (nvidia.version)
+    sw["nvidia_driver"] = *nvidia.version;
+  else {
+    sw["nvidia_driver"] = nullptr;
+    sw["nvidia_driver_reason"] = nvidia.libcuda ? nvidia.why_no_version
+                                                : "no NVIDIA driver (" + nvidia.why_no_version + ")";
+  }
   std::uint32_t cupti = 0;
   if (cuptiGetVersion(&cupti) == CUPTI_SUCCESS) sw["cupti_api"] = cupti;
   env["software"] = sw;

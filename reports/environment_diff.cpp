@@ -1,10 +1,16 @@
 // What differs between the machines and builds of two reports. A comparison across different
 // GPUs, drivers or measurement options is still printed, but the reader must be told first.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "reports/case_summary.hpp"
 #include "reports/compare.hpp"
+#include "reports/statistics.hpp"
+#include "reports/table.hpp"
 
 namespace moe::report {
 
@@ -35,6 +41,7 @@ constexpr Field kFields[] = {
     {"max memory clock (MHz)", "environment", "/gpu/max_memory_clock_mhz", false},
     {"ECC", "environment", "/gpu/ecc_enabled", false},
     {"CUDA driver", "environment", "/software/cuda_driver", false},
+    {"NVIDIA driver", "environment", "/software/nvidia_driver", false},
     {"CUDA runtime", "environment", "/software/cuda_runtime", false},
     {"CUPTI", "environment", "/software/cupti_api", false},
     {"host", "environment", "/host/hostname", true},
@@ -61,6 +68,64 @@ std::string text(const json& v) {
   if (v.is_null()) return "(none)";
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
+}
+
+// Every figure is divided by the ceiling each run measured: past 1% apart the two runs' machines
+// (or their memory clocks) differ, and time and GB/s move without any change to the code.
+constexpr double kCeilingTolerance = 0.01;
+
+void read_ceiling_difference(const Report& base, const Report& head,
+                             std::vector<EnvironmentDifference>& out) {
+  const double b = read_ceiling_gbps(base).value_or(0), h = read_ceiling_gbps(head).value_or(0);
+  if (b <= 0 || h <= 0 || std::abs(h / b - 1) <= kCeilingTolerance) return;
+  char change[32];
+  std::snprintf(change, sizeof change, " (%+.1f%%)", 100 * (h / b - 1));
+  out.push_back({"read ceiling (GB/s), more than 1% apart", fmt(b, 4), fmt(h, 4) + change,
+                 false});
+}
+
+// The dimensions a shape object (options.shapes, a case's parameters.shape) records; its
+// name, description and source say nothing about what ran.
+json shape_dimensions(const json& shape) {
+  json d = shape;
+  for (const char* k : {"name", "description", "source"}) d.erase(k);
+  return d;
+}
+
+std::map<std::string, json> shapes_by_name(const Report& r) {
+  std::map<std::string, json> out;
+  auto add = [&](const json& s) {
+    if (s.is_object() && s.contains("name") && s.at("name").is_string())
+      out.emplace(s.at("name").get<std::string>(), shape_dimensions(s));
+  };
+  if (r.options.is_object() && r.options.contains("shapes") && r.options.at("shapes").is_array())
+    for (const json& s : r.options.at("shapes")) add(s);
+  for (const CaseResult& c : r.cases)
+    if (c.parameters.is_object() && c.parameters.contains("shape")) add(c.parameters.at("shape"));
+  return out;
+}
+
+// One name, two sets of dimensions: the cases share a name but measured different layers.
+void shape_differences(const Report& base, const Report& head,
+                       std::vector<EnvironmentDifference>& out) {
+  const auto b = shapes_by_name(base), h = shapes_by_name(head);
+  for (const auto& [name, bd] : b) {
+    auto it = h.find(name);
+    if (it == h.end() || it->second == bd) continue;
+    const json& hd = it->second;
+    std::vector<std::string> fields;
+    for (const json* d : {&bd, &hd})
+      for (const auto& [field, _] : d->items())
+        if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
+    std::string bs, hs;
+    for (const std::string& field : fields) {
+      const json bv = bd.value(field, json(nullptr)), hv = hd.value(field, json(nullptr));
+      if (bv == hv) continue;
+      bs += (bs.empty() ? "" : ", ") + field + " " + text(bv);
+      hs += (hs.empty() ? "" : ", ") + field + " " + text(hv);
+    }
+    out.push_back({"dimensions of shape " + name, bs, hs, false});
+  }
 }
 
 }  // namespace
@@ -99,12 +164,14 @@ std::vector<EnvironmentDifference> environment_differences(const Report& base,
     // One side recorded nothing: say so once rather than once per switch.
     out.push_back({"engine switches", be.empty() ? "(not recorded)" : "recorded",
                    he.empty() ? "(not recorded)" : "recorded", false});
-    return out;
+  } else {
+    for (const std::string& name : names) {
+      const std::string bv = value_of(be, name), hv = value_of(he, name);
+      if (bv != hv) out.push_back({"engine switch " + name, bv, hv, false});
+    }
   }
-  for (const std::string& name : names) {
-    const std::string bv = value_of(be, name), hv = value_of(he, name);
-    if (bv != hv) out.push_back({"engine switch " + name, bv, hv, false});
-  }
+  read_ceiling_difference(base, head, out);
+  shape_differences(base, head, out);
   return out;
 }
 

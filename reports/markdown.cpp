@@ -199,7 +199,11 @@ std::string render_markdown(const Comparison& c) {
     for (const std::string& k : keys) out << "- " << code(k) << '\n';
     out << "\n</details>\n\n";
   };
-  list("Only in base", c.only_in_base);
+  if (!c.only_in_base.empty())
+    out << "**" << c.only_in_base.size() << " case(s) of the base MISSING from the head**"
+        << (c.options.allow_missing ? " (allowed by `--allow-missing`)" : " (a failure)")
+        << "\n\n";
+  list("MISSING from head", c.only_in_base);
   list("Only in head", c.only_in_head);
   bool any_expected = false;
   for (const EnvironmentDifference& d : c.environment) any_expected |= d.expected;

@@ -11,6 +11,7 @@
 #include "common/errors.hpp"
 #include "reports/statistics.hpp"
 #include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::report {
 
@@ -71,25 +72,30 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
   out.labels = labels;
   environment_warnings(reports, labels, out.warnings);
 
+  // Matched by full key; if a run predates shape fingerprints, all by shape name (warned).
+  const bool by_name = std::any_of(reports.begin(), reports.end(), lacks_fingerprints);
+  if (by_name)
+    out.warnings.push_back("a report has cases without shape fingerprints (written before "
+                           "moebench recorded them): cases are matched by shape name alone");
   using Key = std::tuple<std::string, std::string, ComparedMetric>;
   std::map<Key, std::size_t> index;  // into `collected`, which keeps first-seen order
   std::vector<Collected> collected;
   for (std::size_t r = 0; r < reports.size(); ++r) {
     std::set<std::string> seen;
     for (const CaseResult& c : reports[r].cases) {
-      if (!seen.insert(c.key()).second) {
-        out.warnings.push_back(labels[r] + " has case " + c.key() + " twice; the first counts");
+      if (!seen.insert(c.key(!by_name)).second) {
+        out.warnings.push_back(labels[r] + " has case " + c.key(!by_name) + " twice; the first counts");
         continue;
       }
       for (const auto& [name, m] : c.measurements) {
         if (const std::string note = m.throttling_note(); !note.empty())
-          out.warnings.push_back(labels[r] + " case " + c.key() + " [" + name + "]: " + note);
+          out.warnings.push_back(labels[r] + " case " + c.key(!by_name) + " [" + name + "]: " + note);
         for (ComparedMetric metric : options.metrics) {
           const std::vector<double> series = metric_series(c, name, metric);
           if (series.empty()) continue;  // not applicable (no GB/s for this case)
-          const Key key{c.key(), name, metric};
+          const Key key{c.key(!by_name), name, metric};
           auto [it, added] = index.emplace(key, collected.size());
-          if (added) collected.push_back({{c.key(), name, metric, {}, {}, 0, false}, {}});
+          if (added) collected.push_back({{c.key(!by_name), name, metric, {}, {}, 0, false}, {}});
           Collected& col = collected[it->second];
           col.noise.runs.push_back(r);
           col.medians.push_back(summarize(series).median);
@@ -98,6 +104,13 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
       }
     }
   }
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (std::size_t j = i + 1; j < reports.size(); ++j)
+      if (std::string same = same_source(reports[i], reports[j], labels[i], labels[j]);
+          !same.empty()) {
+        same.replace(0, std::string("base and head").size(), labels[i] + " and " + labels[j]);
+        out.warnings.insert(out.warnings.begin(), same);
+      }
   for (Collected& col : collected) {
     if (col.medians.size() < 2) {
       out.warnings.push_back("case " + col.noise.key + " [" + col.noise.measurement + ", " +
@@ -113,6 +126,13 @@ NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
     col.noise.spread = median_spread(col.medians);
     col.noise.noisy = col.noise.spread.spread > options.max_spread;
     out.cases.push_back(std::move(col.noise));
+  }
+  if (out.cases.empty()) {
+    std::string held;
+    for (std::size_t r = 0; r < reports.size(); ++r)
+      held += (held.empty() ? "" : "; ") + labels[r] + " has " + probe_summary(reports[r]);
+    throw UsageError("no case is in two of the reports: " + held +
+                     " (are these runs of the same cases?)");
   }
   return out;
 }
@@ -134,7 +154,8 @@ std::string render_noise_table(const NoiseSummary& s) {
       << pct(s.options.max_spread) << "% over " << s.labels.size()
       << " runs (spread = (max - min) / mean of the per-run medians; rsd = their standard\n"
          "deviation / mean; run rsd = the largest relative standard deviation within one run)\n";
-  for (const std::string& w : s.warnings) out << "warning: " << w << '\n';
+  for (const std::string& w : s.warnings)
+    out << "warning: " << escape_terminal(w, kMaxLineChars) << '\n';
   return out.str();
 }
 

@@ -53,7 +53,8 @@ struct NoiseSummary {
 };
 
 // Cases are matched by key and measurement name; a case in fewer than two runs is left out
-// with a warning. Raises UsageError for fewer than two reports.
+// with a warning. Raises UsageError for fewer than two reports, and when no case is in two of
+// them (naming each report's probes). The same file twice is a warning.
 NoiseSummary run_to_run_noise(const std::vector<Report>& reports,
                               const std::vector<std::string>& labels, const NoiseOptions& options);
 

@@ -10,6 +10,7 @@
 #include "common/json_file.hpp"
 #include "reports/metadata.hpp"
 #include "reports/verdict.hpp"
+#include "reports/report_validation.hpp"
 
 namespace moe::report {
 
@@ -66,7 +67,7 @@ const std::vector<double>& Measurement::main_loop_host_time_us() const {
   return host_time_with_cupti_us.empty() ? host_time_us : host_time_with_cupti_us;
 }
 
-std::string CaseResult::key() const {
+std::string CaseResult::key(bool with_fingerprint) const {
   std::ostringstream k;
   k << probe << '/' << name;
   if (shape) k << "/shape=" << *shape;
@@ -74,6 +75,7 @@ std::string CaseResult::key() const {
   if (format) k << "/format=" << *format;
   if (mode) k << "/mode=" << *mode;
   if (mutation) k << "/mutation=" << *mutation;
+  if (with_fingerprint && shape_fingerprint) k << "/dims=" << *shape_fingerprint;
   return k.str();
 }
 
@@ -223,6 +225,7 @@ void to_json(json& j, const CaseResult& c) {
            {"format", optional_json(c.format)},
            {"mode", optional_json(c.mode)},
            {"mutation", optional_json(c.mutation)},
+           {"shape_fingerprint", optional_json(c.shape_fingerprint)},
            {"seed", c.seed},
            {"verdict", to_string(c.verdict)},
            {"reason", c.reason},
@@ -242,6 +245,8 @@ void from_json(const json& j, CaseResult& c) {
   optional_from(j, "format", c.format);
   optional_from(j, "mode", c.mode);
   optional_from(j, "mutation", c.mutation);
+  c.shape_fingerprint.reset();  // optional: absent in reports from before it
+  if (j.contains("shape_fingerprint")) optional_from(j, "shape_fingerprint", c.shape_fingerprint);
   j.at("seed").get_to(c.seed);
   c.verdict = verdict_from_string(j.at("verdict").get<std::string>());
   j.at("reason").get_to(c.reason);
@@ -278,7 +283,9 @@ void from_json(const json& j, Report& r) {
 }
 
 Report load_report(const std::string& path) {
-  const json j = read_json_file(path, "report");
+  check_report_size(path);  // before a byte is parsed
+  scan_raw_series(path);    // impossible samples, in constant memory
+  json j = read_json_file(path, "report");
   // Compared as JSON: json::value() would throw its own type_error on a non-string "schema".
   if (!j.is_object() || !j.contains("schema") || j.at("schema") != kSchemaName)
     throw UsageError("'" + path + "' is not a moebench report (field \"schema\" must be \"" +
@@ -299,7 +306,20 @@ Report load_report(const std::string& path) {
                      " must be at least 1");
   try {
     check_metadata_types(j);
-    return j.get<Report>();
+    // Case by case, each freed once read and validated: the document and the report are not
+    // both held whole.
+    json cases = std::move(j.at("cases"));
+    j["cases"] = json::array();
+    Report r = j.get<Report>();
+    if (!cases.is_array())
+      throw UsageError("field \"cases\" must be an array, got " + std::string(cases.type_name()));
+    r.cases.reserve(cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      r.cases.push_back(cases[i].get<CaseResult>());
+      validate_case(r.cases.back(), cases[i], i, path);
+      cases[i] = nullptr;
+    }
+    return r;
   } catch (const json::exception& e) {
     throw UsageError("report '" + path + "' has a missing or mistyped field: " + e.what());
   } catch (const UsageError& e) {  // a bad value inside a field (a verdict name): say where

@@ -86,6 +86,9 @@ struct CaseResult {
   std::optional<std::string> format;
   std::optional<std::string> mode;
   std::optional<std::string> mutation;  // fault injected for this case, if any
+  // Shape::fingerprint() of the shape the case ran: every dimension and routing parameter, so
+  // two shapes under one name never share a key. Absent in reports from before it existed.
+  std::optional<std::string> shape_fingerprint;
   std::uint64_t seed = 0;
   // Starts inconclusive: only conclude() (reports/verdict.hpp) turns it into PASS, and only
   // when every check passed and every required piece of evidence was proven.
@@ -100,8 +103,10 @@ struct CaseResult {
   std::vector<std::string> required_evidence;
   nlohmann::json parameters = nlohmann::json::object();  // what `repro` needs to rerun it
 
-  // Stable identity for comparison across reports: probe/name/shape/m/format/mode/mutation.
-  std::string key() const;
+  // Stable identity for comparison across reports: probe/name/shape/m/format/mode/mutation,
+  // then /dims=FINGERPRINT where the shape's fingerprint is recorded. Without the fingerprint
+  // (with_fingerprint false) it is the key of reports from before it: matching by shape name.
+  std::string key(bool with_fingerprint = true) const;
   // Declares evidence a PASS needs (each name once, in order).
   void require(std::initializer_list<const char*> names);
   // Records required evidence `name` as proven or not; `why_not` explains a false one (it is

@@ -37,10 +37,38 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
-ReportWriter::ReportWriter(std::string path) : path_(std::move(path)) {}
+ReportWriter::ReportWriter(std::string path) : path_(std::move(path)), written_(path_) {}
+
+std::vector<std::string> ReportWriter::fallback_paths(const std::string& path) {
+  const std::string suffix = "." + std::to_string(getpid()) + ".fallback.json";
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  return {path + suffix,
+          (std::filesystem::temp_directory_path(ec) / (p.filename().string() + suffix)).string()};
+}
 
 void ReportWriter::write(const Report& report) const {
-  write_file_atomically(path_, nlohmann::json(report).dump(1) + "\n");
+  const std::string text = nlohmann::json(report).dump(1) + "\n";
+  try {
+    write_file_atomically(written_, text);
+    return;
+  } catch (const UsageError& e) {
+    if (fell_back()) throw;  // the fallback failed too
+    std::string why = e.what();
+    for (const std::string& fallback : fallback_paths(path_)) {
+      try {
+        write_file_atomically(fallback, text);
+      } catch (const UsageError& f) {
+        why += "; " + std::string(f.what());
+        continue;
+      }
+      written_ = fallback;
+      std::fprintf(stderr, "moebench: %s; the report is written to '%s' instead\n", e.what(),
+                   fallback.c_str());
+      return;
+    }
+    throw UsageError(why + ": the report could not be written anywhere");
+  }
 }
 
 }  // namespace moe::report

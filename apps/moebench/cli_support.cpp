@@ -2,6 +2,7 @@
 #include <cstdlib>
 
 #include "apps/moebench/commands.hpp"
+#include "common/errors.hpp"
 
 namespace moe::cli {
 
@@ -20,9 +21,17 @@ CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
   return cmd
       ->add_option("--metric", metrics,
                    purpose + ", comma-separated: gpu (GPU-event time), host (host enqueue "
-                             "time), gbps (GB/s)")
+                             "time), gbps (GB/s), pct (percent of each run's read ceiling: "
+                             "for reports from different GPUs)")
       ->delimiter(',')
       ->capture_default_str();
+}
+
+void refuse_duplicates(const std::string& option, const std::vector<std::string>& values) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (values[i] == values[j])
+        throw UsageError(option + " '" + values[i] + "' is given twice: each value once");
 }
 
 std::string fixtures_dir(const std::string& flag) {

@@ -33,6 +33,10 @@ const CLI::Validator& whole_number();
 CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
                                const std::string& purpose);
 
+// A list option's values each once: "--m 1,2,2" runs no case twice, it is refused naming the
+// value ("--m 2 is given twice").
+void refuse_duplicates(const std::string& option, const std::vector<std::string>& values);
+
 // Where shapes and cases live: --fixtures, else $MOEBENCH_FIXTURES, else the source tree's.
 std::string fixtures_dir(const std::string& flag);
 

@@ -1,12 +1,14 @@
 // `moebench compare BASE.json HEAD.json`: which cases got faster, slower or stayed the same,
 // which verdicts changed, and whether the machines differ. Method: reports/COMPARE.md.
-// Exit codes: 0 no regression; 1 a metric came out SLOWER or a verdict got worse; 2 bad input.
+// Exit codes: 0 no regression; 1 a metric came out SLOWER, a verdict got worse or a base case is
+// MISSING from the head (unless --allow-missing); 2 bad input, or no case in both reports.
 #include <cstdio>
 #include <memory>
 
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/text_output.hpp"
 #include "common/errors.hpp"
+#include "reports/case_filter.hpp"
 #include "reports/compare.hpp"
 #include "reports/comparison_table.hpp"
 #include "reports/html_page.hpp"
@@ -25,6 +27,8 @@ struct CompareRequest {
   std::string format = "table";
   std::string output;
   std::string markdown_output, html_output;
+  std::string filter;
+  bool allow_missing = false;
 };
 
 std::string render(const report::Comparison& c, const std::string& format) {
@@ -41,10 +45,13 @@ int compare(const CompareRequest& r) {
   options.min_effect = r.threshold_pct / 100.0;
   options.confidence = r.confidence;
   options.min_samples_for_rank_test = r.min_samples;
+  options.allow_missing = r.allow_missing;
   options.validate();  // before reading files: a bad option is named first
 
-  const report::Report base = report::load_report(r.base);
-  const report::Report head = report::load_report(r.head);
+  report::Report base = report::load_report(r.base);
+  report::Report head = report::load_report(r.head);
+  report::keep_matching_cases(base, r.filter, r.base);
+  report::keep_matching_cases(head, r.filter, r.head);
   const report::Comparison c = report::compare_reports(base, head, options, r.base, r.head);
 
   write_text_output(render(c, r.format), r.output);
@@ -80,6 +87,12 @@ Command add_compare_command(CLI::App& app) {
   cmd->add_option("--markdown", r->markdown_output,
                   "Also write Markdown to FILE (e.g. $GITHUB_STEP_SUMMARY)");
   cmd->add_option("--html", r->html_output, "Also write the HTML page to FILE");
+  cmd->add_option("--filter", r->filter,
+                  "Compare only the cases whose key matches this regular expression "
+                  "(ECMAScript, searched anywhere in the key, e.g. 'shape=qwen3.*/m=(1|2)/')");
+  cmd->add_flag("--allow-missing", r->allow_missing,
+                "A base case missing from the head is listed, not a failure (a head that ran "
+                "a subset on purpose)");
   return {cmd, [r] { return compare(*r); }};
 }
 

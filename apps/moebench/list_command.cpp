@@ -6,12 +6,48 @@
 #include "engine/fault_injection.hpp"
 #include "probes/probe.hpp"
 #include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::cli {
 
 namespace {
-int list(const std::string& what, const std::string& fixtures) {
+
+// `list shapes --shape FILE|NAME`: one shape as parsed, every field, where each came from, what
+// the engine does not compute yet and the fingerprint its cases are keyed by.
+void print_parsed_shape(const Shape& s) {
+  std::vector<std::vector<std::string>> rows{{"field", "value", "from"}};
+  const nlohmann::json j = s.to_json();
+  for (const auto& [field, value] : j.items()) {
+    if (field == "name" || field == "description" || field == "not_computed") continue;
+    rows.push_back({field, value.is_string() ? value.get<std::string>() : value.dump(),
+                    s.source_keys.contains(field) ? s.source_keys.at(field) : ""});
+  }
+  rows.push_back({"fingerprint", s.fingerprint(), ""});
+  std::printf("shape %s (%s)\n%s", report::escape_terminal(s.name).c_str(),
+              report::escape_terminal(s.source.empty() ? "library" : s.source).c_str(),
+              report::format_columns(rows, report::kMaxLineChars).c_str());
+  const std::vector<std::string> missing = s.not_computed();
+  if (missing.empty())
+    std::printf("runs as parsed\n");
+  for (const std::string& m : missing)
+    std::printf("not computed yet (moebench run refuses it): %s\n",
+                report::escape_terminal(m, report::kMaxLineChars).c_str());
+}
+
+int list(const std::string& what, const std::string& fixtures,
+         const std::vector<std::string>& shape_specs) {
   const bool all = what.empty();
+  if (!shape_specs.empty()) {
+    if (what != "shapes") throw UsageError("--shape goes with 'list shapes'");
+    const auto library = load_shape_library(std::filesystem::path(fixtures_dir(fixtures)) / "shapes");
+    std::vector<Shape> shapes;
+    for (const std::string& spec : shape_specs) shapes.push_back(resolve_shape(spec, library));
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (i) std::printf("\n");
+      print_parsed_shape(shapes[i]);
+    }
+    return 0;
+  }
   if (!all && what != "probes" && what != "shapes" && what != "mutations" && what != "switches")
     throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations, switches");
   // Read the shapes first: a bad --fixtures is one line of error, not a table and then one.
@@ -23,7 +59,7 @@ int list(const std::string& what, const std::string& fixtures) {
     for (const ProbeInfo& p : all_probes())
       rows.push_back({std::string(p.name), p.in_default_suite ? "yes" : "no",
                       std::string(p.description)});
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   if (all || what == "shapes") {
     if (all) std::printf("\n");
@@ -34,14 +70,14 @@ int list(const std::string& what, const std::string& fixtures) {
                       std::to_string(s.experts), std::to_string(s.top_k),
                       std::to_string(s.shared_experts), std::string(kernels::to_string(s.scoring)),
                       s.description});
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   if (all || what == "mutations") {
     if (all) std::printf("\n");
     std::vector<std::vector<std::string>> rows{{"mutation", "caught by", "restores"}};
     for (const MutationInfo& m : all_mutations())
       rows.push_back({std::string(m.name), std::string(m.probe), std::string(m.description)});
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   if (all || what == "switches") {
     if (all) std::printf("\n");
@@ -53,7 +89,7 @@ int list(const std::string& what, const std::string& fixtures) {
       rows.push_back({std::string(s.name), std::string(s.default_value), values, std::string(s.env),
                       std::string(s.meaning)});
     }
-    std::printf("%s", report::format_columns(rows).c_str());
+    std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
   }
   return 0;
 }
@@ -62,10 +98,15 @@ int list(const std::string& what, const std::string& fixtures) {
 Command add_list_command(CLI::App& app) {
   auto what = std::make_shared<std::string>();
   auto fixtures = std::make_shared<std::string>();
+  auto shapes = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand("list", "List probes, shapes, mutations or engine switches, one line each");
   cmd->add_option("what", *what, "probes, shapes, mutations or switches (default: all four)");
   cmd->add_option("--fixtures", *fixtures, "Folder with shapes/ and cases/");
-  return {cmd, [what, fixtures] { return list(*what, *fixtures); }};
+  cmd->add_option("--shape", *shapes,
+                  "With 'list shapes': show these shapes as parsed (names, shape files or a "
+                  "model's config.json; comma-separated), every field and where it came from")
+      ->delimiter(',');
+  return {cmd, [what, fixtures, shapes] { return list(*what, *fixtures, *shapes); }};
 }
 
 }  // namespace moe::cli

@@ -7,6 +7,7 @@
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/text_output.hpp"
 #include "common/errors.hpp"
+#include "reports/case_filter.hpp"
 #include "reports/noise.hpp"
 
 namespace moe::cli {
@@ -20,6 +21,7 @@ struct NoiseRequest {
   std::string format = "table";
   std::string output;
   bool fail_noisy = false;
+  std::string filter;
 };
 
 int noise(const NoiseRequest& r) {
@@ -33,7 +35,10 @@ int noise(const NoiseRequest& r) {
                      std::to_string(r.reports.size()));
 
   std::vector<report::Report> reports;
-  for (const std::string& path : r.reports) reports.push_back(report::load_report(path));
+  for (const std::string& path : r.reports) {
+    reports.push_back(report::load_report(path));
+    report::keep_matching_cases(reports.back(), r.filter, path);
+  }
   const report::NoiseSummary s = report::run_to_run_noise(reports, r.reports, options);
   write_text_output(r.format == "json" ? report::to_json(s).dump(1) + "\n"
                                        : report::render_noise_table(s),
@@ -58,6 +63,9 @@ Command add_noise_command(CLI::App& app) {
   cmd->add_option("--format", r->format, "Standard output: table or json")
       ->capture_default_str();
   cmd->add_option("-o,--output", r->output, "Write the --format output to FILE, not stdout");
+  cmd->add_option("--filter", r->filter,
+                  "Only the cases whose key matches this regular expression (ECMAScript, "
+                  "searched anywhere in the key)");
   cmd->add_flag("--fail-noisy", r->fail_noisy,
                 "Exit 1 when a case's spread is above --threshold (default: report it, exit 0)");
   return {cmd, [r] { return noise(*r); }};

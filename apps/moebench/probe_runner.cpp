@@ -13,6 +13,8 @@
 #include "common/cuda_check.hpp"
 #include "engine/device.hpp"
 #include "reports/metadata.hpp"
+#include "reports/table.hpp"
+#include "reports/text_escape.hpp"
 
 namespace moe::cli {
 
@@ -47,7 +49,7 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
           std::string(probe.name), options, device, allocator, sampler,
           [&](report::CaseResult c) {
             std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
-                         c.key().c_str());
+                         report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
             report.cases.push_back(std::move(c));
             writer.write(report);  // nothing measured is lost if a later case dies
             if (g_interrupted.load()) throw Interrupted();
@@ -113,10 +115,32 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
     std::size_t got = 0;
     bool complete = false;
     if (std::filesystem::exists(child.output)) {
-      const report::Report r = report::load_report(child.output);
+      report::Report r;
+      try {
+        r = report::load_report(child.output);
+      } catch (const UsageError& e) {
+        // The child's report fails the loader's checks (reports/report_validation.hpp): an
+        // error of that probe, with the file kept where the reason says, not a lost run.
+        std::filesystem::path kept = request.output;
+        kept += "." + name + ".refused.json";
+        std::error_code ec;
+        std::filesystem::copy_file(child.output, kept,
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+        report::CaseResult c;
+        c.probe = name;
+        c.name = "process";
+        c.seed = request.seed;
+        c.verdict = report::Verdict::error;
+        c.reason = std::string("the probe's report was refused: ") + e.what() +
+                   (ec ? "" : " (kept as " + kept.string() + ")");
+        report.cases.push_back(c);
+        writer.write(report);
+        continue;
+      }
       complete = report::metadata_flag(r.invocation, "/complete", false);
       for (const report::CaseResult& c : r.cases) {
-        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(), c.key().c_str());
+        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
+                     report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
         report.cases.push_back(c);
         ++got;
       }

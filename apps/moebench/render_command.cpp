@@ -6,6 +6,7 @@
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/text_output.hpp"
 #include "common/errors.hpp"
+#include "reports/case_filter.hpp"
 #include "reports/gbench_export.hpp"
 #include "reports/html_page.hpp"
 #include "reports/markdown.hpp"
@@ -23,6 +24,7 @@ struct RenderRequest {
   std::string pivot;  // a metric laid out as shape x M grids (Markdown only)
   std::string probe;  // with --pivot: only this probe's cases
   std::string mode;   // with --pivot: only the cases of this mode
+  std::string filter;
 };
 
 int render(const RenderRequest& r) {
@@ -34,7 +36,8 @@ int render(const RenderRequest& r) {
     throw UsageError("--mode " + r.mode + ": only with --pivot");
   if (!r.probe.empty() && r.pivot.empty())
     throw UsageError("--probe " + r.probe + ": only with --pivot");
-  const report::Report rep = report::load_report(r.report);
+  report::Report rep = report::load_report(r.report);
+  report::keep_matching_cases(rep, r.filter, r.report);
   std::string text;
   if (!r.pivot.empty())
     text = report::render_markdown_pivot(
@@ -74,6 +77,9 @@ Command add_render_command(CLI::App& app) {
                   "and mode, a column per M");
   cmd->add_option("--probe", r->probe, "With --pivot: only this probe's cases");
   cmd->add_option("--mode", r->mode, "With --pivot: only the cases of this mode (eager, graph)");
+  cmd->add_option("--filter", r->filter,
+                  "Only the cases whose key matches this regular expression (ECMAScript, "
+                  "searched anywhere in the key)");
   return {cmd, [r] { return render(*r); }};
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "apps/moebench/commands.hpp"
+#include "apps/moebench/dry_run.hpp"
 #include "apps/moebench/probe_runner.hpp"
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
@@ -46,7 +47,7 @@ report::Report execute_run(const RunRequest& request) {
     writer.write(report);
     throw Error(ExitCode::interrupted, "interrupted; the partial report (" +
                                            std::to_string(report.cases.size()) +
-                                           " cases) is in " + request.output);
+                                           " cases) is in " + writer.path());
   }
   report.invocation["finished_at"] = now_iso8601();
   report.invocation["complete"] = true;
@@ -58,8 +59,10 @@ report::Report execute_run(const RunRequest& request) {
     else
       std::cout << report::render_table(report);
   }
-  std::fprintf(stderr, "report: %s (%s)\n", request.output.c_str(),
-               report::to_string(report.overall()).c_str());
+  std::fprintf(stderr, "report: %s (%s)%s\n", writer.path().c_str(),
+               report::to_string(report.overall()).c_str(),
+               writer.fell_back() ? (" (not " + request.output + ": it could not be written)").c_str()
+                                  : "");
   return report;
 }
 
@@ -154,6 +157,25 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
                "Run every probe in this process (default: one child process per probe, so a "
                "sticky CUDA error or crash costs only that probe)");
   run.add_flag("--quiet", r.quiet, "No table or JSON on standard output");
+  run.add_flag("--dry-run", r.dry_run,
+               "List every case the run would make (shape, M, format, mode, layers, bytes, the "
+               "floor at --ceiling-gbps) and exit; no GPU is touched, no report written");
+  run.add_option("--ceiling-gbps", r.ceiling_gbps,
+                 "--dry-run: the read ceiling the floors are computed at (an H200's by default)")
+      ->capture_default_str();
+}
+
+// --dry-run: the cases, after every input was validated as a real run validates it.
+int dry_run(const RunRequest& request) {
+  if (!(request.ceiling_gbps > 0 && request.ceiling_gbps <= 1e5))
+    throw UsageError("--ceiling-gbps " + std::to_string(request.ceiling_gbps) +
+                     " is out of range: above 0, at most 100000");
+  std::vector<const ProbeInfo*> probes;
+  const RunOptions options = resolve_run_options(request, probes);
+  DryRunOptions dry;
+  dry.ceiling_gbps = request.ceiling_gbps;
+  std::cout << render_dry_run(probes, options, dry);
+  return 0;
 }
 
 }  // namespace
@@ -166,6 +188,7 @@ Command add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_run_options(*run, *request, *m_text);
   return {run, [request, m_text] {
             request->ms = parse_token_counts(*m_text);
+            if (request->dry_run) return dry_run(*request);
             return exit_code_for(execute_run(*request));
           }};
 }

@@ -82,6 +82,31 @@ void resolve_telemetry_options(const RunRequest& r, const std::vector<const Prob
   }
 }
 
+// Every list option's values once (probes, shapes, M, formats, modes), naming the repeat.
+void refuse_list_duplicates(const RunRequest& r) {
+  refuse_duplicates("probe", r.probes);
+  refuse_duplicates("--shape", r.shapes);
+  std::vector<std::string> ms;
+  for (int m : r.ms) ms.push_back(std::to_string(m));
+  refuse_duplicates("--m", ms);
+  refuse_duplicates("--weight-format", r.weight_formats);
+  refuse_duplicates("--mode", r.modes);
+  std::vector<std::string> switches;  // by name: pdl=on and pdl=off are one switch twice
+  for (const std::string& s : r.switches) switches.push_back(s.substr(0, s.find('=')));
+  refuse_duplicates("--switch", switches);
+}
+
+// Two shapes under one name would share case keys' shape= part and every table's row label.
+void refuse_shape_name_clash(const std::vector<Shape>& shapes) {
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (shapes[i].name == shapes[j].name)
+        throw UsageError("--shape: two shapes are named '" + shapes[i].name + "' (" +
+                         shapes[j].source + " and " + shapes[i].source +
+                         "): give one a \"name\" (a shape file) or an \"_name_or_path\" (a "
+                         "config)");
+}
+
 }  // namespace
 
 std::vector<int> parse_token_counts(const std::vector<std::string>& texts) {
@@ -111,12 +136,9 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     for (const ProbeInfo& p : all_probes())
       if (p.in_default_suite) probes.push_back(&p);
   } else {
-    std::set<std::string> seen;
-    for (const std::string& name : r.probes) {
-      const ProbeInfo& p = probe_by_name(name);
-      if (seen.insert(name).second) probes.push_back(&p);
-    }
+    for (const std::string& name : r.probes) probes.push_back(&probe_by_name(name));
   }
+  refuse_list_duplicates(r);
   RunOptions o;
   o.fixtures_dir = fixtures_dir(r.fixtures);
   std::error_code ec;
@@ -127,6 +149,9 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     const auto library = load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes");
     for (const std::string& s : r.shapes) o.shapes.push_back(resolve_shape(s, library));
     o.user_set_shapes = true;
+    refuse_shape_name_clash(o.shapes);
+    // Routing a config asks for that the route kernel does not compute is refused by key.
+    for (const Shape& s : o.shapes) refuse_not_computed(s);
   }
   for (int m : r.ms)
     if (m < 1 || m > 65536)
@@ -157,6 +182,11 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     if (!std::filesystem::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
       throw UsageError("--output '" + r.output + "': folder '" + folder +
                        "' does not exist or is not writable");
+    if (std::filesystem::is_directory(r.output, ec))
+      throw UsageError("--output '" + r.output + "' is a folder: name the report file, e.g. '" +
+                       (std::filesystem::path(r.output) / "moebench-report.json").string() + "'");
+    if (std::filesystem::exists(r.output, ec) && ::access(r.output.c_str(), W_OK) != 0)
+      throw UsageError("--output '" + r.output + "' exists and is not writable");
   }
   constexpr std::size_t kMinCopy = std::size_t{1} << 20, kMaxCopy = std::size_t{1} << 40;
   if (r.copy_bytes != 0 && (r.copy_bytes < kMinCopy || r.copy_bytes > kMaxCopy || r.copy_bytes % 16))

@@ -47,6 +47,8 @@ struct RunRequest {
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
   bool in_process = false;  // all probes in this process (default: a child process per probe)
+  bool dry_run = false;        // list the cases, touch no GPU (apps/moebench/dry_run.hpp)
+  double ceiling_gbps = 4550;  // --dry-run: the read ceiling its floors are computed at
   std::vector<std::string> argv;
 };
 

@@ -6,9 +6,12 @@
 #include <random>
 #include <set>
 
+#include "common/errors.hpp"
 #include "support/cli_runner.hpp"
+#include "reports/case_summary.hpp"
 #include "reports/compare.hpp"
 #include "reports/rank_test.hpp"
+#include "reports/table.hpp"
 
 using namespace moe::report;
 using moe::test::data_file;
@@ -222,13 +225,188 @@ TEST_CASE("recorded reports: PASS to FAIL is a regression, listed first") {
   CHECK(c.regressed());
 }
 
-TEST_CASE("recorded reports: cases in one report only are listed") {
-  const Comparison c = compare_reports(load_report(report("h200-base.json")),
-                                       load_report(report("h200-cases-changed.json")), {});
+TEST_CASE("recorded reports: a base case missing from the head is MISSING and fails") {
+  const Report base = load_report(report("h200-base.json"));
+  const Report head = load_report(report("h200-cases-changed.json"));
+  const Comparison c = compare_reports(base, head, {});
   CHECK(c.only_in_base.size() == 2);
   REQUIRE(c.only_in_head.size() == 1);
   CHECK(c.only_in_head[0].find("m=64") != std::string::npos);
-  CHECK_FALSE(c.regressed());
+  CHECK(c.count(Change::slower) == 0);
+  CHECK(c.regressed());  // the head did not run two of the base's cases
+  CompareOptions allow;
+  allow.allow_missing = true;
+  CHECK_FALSE(compare_reports(base, head, allow).regressed());
+  // A case only in the head is new, not a failure.
+  CHECK_FALSE(compare_reports(head, base, allow).regressed());
+}
+
+TEST_CASE("compare: no case in common is an input error naming both reports' probes") {
+  const Report bandwidth = load_report(report("h200-base.json"));
+  const Report copy = load_report(report("recorded-h200-copy.json"));
+  Report other = bandwidth;
+  std::erase_if(other.cases, [](const CaseResult& c) { return c.probe == "copy"; });
+  for (CaseResult& c : other.cases) c.probe = "capture-replay";
+  CHECK_THROWS_WITH_AS(compare_reports(bandwidth, other, {}, "b.json", "h.json"),
+                       doctest::Contains("no case is in both reports: b.json has copy (3 cases), "
+                                         "bandwidth (24 cases); h.json has capture-replay (24 cases)"),
+                       moe::UsageError);
+  const auto dir = moe::test::scratch_dir("compare-disjoint");
+  const std::string path = (dir / "capture-replay.json").string();
+  std::ofstream(path) << nlohmann::json(other).dump();
+  const auto r = moebench("compare", report("h200-base.json"), path);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("no case is in both reports") != std::string::npos);
+  CHECK(r.err.find("bandwidth (24 cases)") != std::string::npos);
+  CHECK(r.err.find("capture-replay (24 cases)") != std::string::npos);
+  CHECK(r.out.find("no regression") == std::string::npos);
+  (void)copy;
+}
+
+TEST_CASE("compare: the same file twice, or two copies of one run, is a warning") {
+  const auto same = moebench("compare", report("h200-base.json"), report("h200-base.json"));
+  CHECK(same.exit_code == 0);
+  CHECK(same.out.find("warning: base and head are the same file") != std::string::npos);
+  const Report base = load_report(report("h200-base.json"));
+  const Comparison copies = compare_reports(base, base, {}, "a.json", "b.json");
+  REQUIRE(!copies.warnings.empty());
+  CHECK(copies.warnings.front().find("copies of one run") != std::string::npos);
+  const Comparison two_runs = compare_reports(base, load_report(report("h200-same-build.json")), {});
+  for (const std::string& w : two_runs.warnings) CHECK(w.find("base and head are") == std::string::npos);
+}
+
+TEST_CASE("compare --filter selects cases by key; a bad or empty match is exit 2") {
+  // The planted slowdown is deepseek-v2-lite m=8 bf16: filtered out, no regression.
+  const auto qwen = moebench("compare", report("h200-base.json"), report("h200-slower-5pct.json"),
+                             "--filter", "shape=qwen3");
+  CHECK(qwen.exit_code == 0);
+  CHECK(qwen.out.find("deepseek") == std::string::npos);
+  CHECK(qwen.out.find("qwen3-30b-a3b") != std::string::npos);
+  const auto ds = moebench("compare", report("h200-base.json"), report("h200-slower-5pct.json"),
+                           "--filter", "deepseek-v2-lite/m=8/", "--format", "json");
+  CHECK(ds.exit_code == 1);
+  const auto j = nlohmann::json::parse(ds.out);
+  CHECK(j.at("cases").size() == 2);  // bf16 and int4
+  const auto bad = moebench("compare", report("h200-base.json"), report("h200-base.json"),
+                            "--filter", "(");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--filter '(' is not a valid regular expression") != std::string::npos);
+  const auto none = moebench("compare", report("h200-base.json"), report("h200-base.json"),
+                             "--filter", "mixtral");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("--filter 'mixtral' matches no case of") != std::string::npos);
+}
+
+TEST_CASE("compare: MISSING in every output, and --allow-missing") {
+  const auto table = moebench("compare", report("h200-base.json"), report("h200-cases-changed.json"));
+  CHECK(table.exit_code == 1);
+  CHECK(table.out.find("MISSING from head (2") != std::string::npos);
+  CHECK(table.out.find("REGRESSION") != std::string::npos);
+  const auto allowed = moebench("compare", report("h200-base.json"),
+                                report("h200-cases-changed.json"), "--allow-missing");
+  CHECK(allowed.exit_code == 0);
+  CHECK(allowed.out.find("allowed by --allow-missing") != std::string::npos);
+  const auto md = moebench("compare", report("h200-base.json"), report("h200-cases-changed.json"),
+                           "--format", "markdown");
+  CHECK(md.exit_code == 1);
+  CHECK(md.out.find("MISSING from the head") != std::string::npos);
+  const auto html = moebench("compare", report("h200-base.json"),
+                             report("h200-cases-changed.json"), "--format", "html");
+  CHECK(html.exit_code == 1);
+  CHECK(html.out.find("<html") != std::string::npos);
+  const auto json = moebench("compare", report("h200-base.json"),
+                             report("h200-cases-changed.json"), "--format", "json");
+  CHECK(nlohmann::json::parse(json.out).at("counts").at("MISSING") == 2);
+}
+
+TEST_CASE("compare: read ceilings more than 1% apart and one shape name with two sizes warn") {
+  const Report base = load_report(report("h200-base.json"));
+  auto differences = [](const Comparison& c, const std::string& part) {
+    std::vector<EnvironmentDifference> out;
+    for (const EnvironmentDifference& d : c.environment)
+      if (d.field.find(part) != std::string::npos) out.push_back(d);
+    return out;
+  };
+  auto with_ceiling = [&](double factor) {
+    Report r = base;
+    for (CaseResult& c : r.cases)
+      if (auto it = c.metrics.find("read_ceiling_gbps"); it != c.metrics.end())
+        it->second.value *= factor;
+    return r;
+  };
+  REQUIRE(read_ceiling_gbps(base).value_or(0) > 4000);
+  const Report lower = with_ceiling(0.97), close = with_ceiling(0.995);
+  const auto far = differences(compare_reports(base, lower, {}), "read ceiling");
+  REQUIRE(far.size() == 1);
+  CHECK_FALSE(far[0].expected);
+  CHECK(far[0].head.find("-3.0%") != std::string::npos);
+  CHECK(differences(compare_reports(base, close, {}), "read ceiling").empty());
+
+  Report wide = base;
+  Report narrow = base;
+  const nlohmann::json shape{{"name", "deepseek-v2-lite"}, {"hidden", 2048}, {"moe_inter", 1408},
+                             {"experts", 64}, {"top_k", 6}, {"shared_experts", 2},
+                             {"description", "one"}};
+  nlohmann::json other = shape;
+  other["hidden"] = 4096;
+  other["experts"] = 128;
+  other["description"] = "two";
+  narrow.options["shapes"] = {shape};
+  wide.options["shapes"] = {other};
+  const auto dims = differences(compare_reports(narrow, wide, {}), "dimensions of shape");
+  REQUIRE(dims.size() == 1);
+  CHECK(dims[0].field == "dimensions of shape deepseek-v2-lite");
+  CHECK(dims[0].base == "experts 64, hidden 2048");
+  CHECK(dims[0].head == "experts 128, hidden 4096");
+  // A different description alone is no difference in what ran.
+  nlohmann::json described = shape;
+  described["description"] = "renamed";
+  wide.options["shapes"] = {described};
+  CHECK(differences(compare_reports(narrow, wide, {}), "dimensions").empty());
+}
+
+TEST_CASE("compare --metric pct: percent of each run's read ceiling, for two GPUs") {
+  // The head GPU takes twice as long at half the ceiling: time is SLOWER, the share of the
+  // ceiling it reaches is the SAME.
+  auto run = [](double gpu_us, double pct) {
+    CaseResult c;
+    c.probe = "bandwidth";
+    c.name = "step";
+    c.shape = "tiny";
+    c.m = 1;
+    Measurement m;
+    m.gpu_time_us = noisy(gpu_us, 0.002, 30, gpu_us > 15 ? 2 : 1);
+    c.measurements["main"] = m;
+    c.metrics["gbps"] = {pct * 45.5, "GB/s"};
+    c.metrics["pct_of_read_ceiling"] = {pct, "%"};
+    Report r;
+    r.cases = {c};
+    return r;
+  };
+  const Report h200 = run(10, 80), other = run(20, 80);
+  CompareOptions o;
+  o.metrics = compared_metrics_from_strings({"gpu", "pct"});
+  const Comparison c = compare_reports(h200, other, o);
+  REQUIRE(c.cases.size() == 1);
+  REQUIRE(c.cases[0].metrics.size() == 2);
+  CHECK(c.cases[0].metrics[0].change == Change::slower);
+  CHECK(c.cases[0].metrics[1].metric == ComparedMetric::pct_of_ceiling);
+  CHECK(c.cases[0].metrics[1].change == Change::same);
+  CHECK(c.cases[0].metrics[1].base_median == doctest::Approx(80).epsilon(0.01));
+  const Comparison lower = compare_reports(h200, run(10, 70), o);
+  CHECK(lower.cases[0].metrics[1].change == Change::slower);  // a lower share is worse
+  CHECK_THROWS_WITH_AS(compared_metrics_from_strings({"gpu", "gpu"}),
+                       doctest::Contains("--metric 'gpu' is given twice"), moe::UsageError);
+}
+
+TEST_CASE("compare: p-values print with significant digits") {
+  CHECK(format_p_value(0.0043) == "0.0043");
+  CHECK(format_p_value(0.012) == "0.012");
+  CHECK(format_p_value(0.35) == "0.35");
+  CHECK(format_p_value(1) == "1");
+  CHECK(format_p_value(2.1e-7) == "2.1e-07");
+  const auto r = moebench("compare", report("h200-base.json"), report("h200-same-build.json"));
+  CHECK(r.out.find(" 0.0 ") == std::string::npos);
 }
 
 TEST_CASE("recorded reports: another GPU and driver are warnings") {

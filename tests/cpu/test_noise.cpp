@@ -177,3 +177,47 @@ TEST_CASE("moebench noise: bad input exits 2 naming it") {
   CHECK(format.exit_code == 2);
   CHECK(format.err.find("valid: table, json") != std::string::npos);
 }
+
+TEST_CASE("moebench noise: no case in two runs is exit 2 naming the probes; one file twice warns") {
+  const auto dir = moe::test::scratch_dir("noise-disjoint");
+  Report other = load_report(report("h200-base.json"));
+  std::erase_if(other.cases, [](const CaseResult& c) { return c.probe == "copy"; });
+  for (CaseResult& c : other.cases) c.probe = "capture-replay";
+  const std::string path = (dir / "capture-replay.json").string();
+  std::ofstream(path) << nlohmann::json(other).dump();
+  const CliResult disjoint = moe::test::moebench("noise", report("h200-base.json"), path);
+  CHECK(disjoint.exit_code == 2);
+  CHECK(disjoint.err.find("no case is in two of the reports") != std::string::npos);
+  CHECK(disjoint.err.find("bandwidth (24 cases)") != std::string::npos);
+  CHECK(disjoint.err.find("capture-replay (24 cases)") != std::string::npos);
+  CHECK(disjoint.out.find("0 of 0") == std::string::npos);
+
+  const CliResult twice =
+      moe::test::moebench("noise", report("h200-base.json"), report("h200-base.json"));
+  CHECK(twice.exit_code == 0);
+  CHECK(twice.out.find("is the same file") == std::string::npos);
+  CHECK(twice.out.find("are the same file") != std::string::npos);
+}
+
+TEST_CASE("moebench noise and render --filter select cases by key") {
+  const CliResult noise = moe::test::moebench(
+      "noise", report("h200-base.json"), report("h200-same-build.json"),
+      report("h200-slower-5pct.json"), "--filter", "shape=qwen3");
+  CHECK(noise.exit_code == 0);
+  CHECK(noise.out.find("12 of 12 within") != std::string::npos);
+  CHECK(noise.out.find("deepseek") == std::string::npos);
+  const CliResult bad = moe::test::moebench("noise", report("h200-base.json"),
+                                            report("h200-same-build.json"), "--filter", "[");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("not a valid regular expression") != std::string::npos);
+
+  const CliResult render =
+      moe::test::moebench("render", report("h200-base.json"), "--filter", "^copy/");
+  CHECK(render.exit_code == 0);
+  CHECK(render.out.find("copy-kernel") != std::string::npos);
+  CHECK(render.out.find("bandwidth") == std::string::npos);
+  const CliResult none =
+      moe::test::moebench("render", report("h200-base.json"), "--filter", "nothing-like-this");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("matches no case") != std::string::npos);
+}

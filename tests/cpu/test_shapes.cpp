@@ -113,7 +113,11 @@ TEST_CASE("Hugging Face configs: each family's naming gives the same kind of sha
     CHECK(s.top_k == 6);
     CHECK(s.shared_experts == 2);
     CHECK_FALSE(s.renormalize);
-    CHECK(s.name == "deepseek_v2");
+    // Named after the file (its folder, for a config.json), never model_type.
+    CHECK(s.name == "config");
+    CHECK(moe::shape_from_hf_config(cfg, "/models/DeepSeek-V2-Lite/config.json").name ==
+          "DeepSeek-V2-Lite");
+    CHECK(moe::shape_from_hf_config(cfg, "deepseek-v2-lite.json").name == "deepseek-v2-lite");
   }
   SUBCASE("Mixtral: num_local_experts and the plain intermediate_size") {
     const json cfg{{"_name_or_path", "mistralai/Mixtral-8x7B-v0.1"}, {"hidden_size", 4096},
@@ -132,10 +136,14 @@ TEST_CASE("Hugging Face configs: each family's naming gives the same kind of sha
     CHECK(s.top_k == 4);
     CHECK(s.name == "gpt-oss");
   }
-  SUBCASE("Qwen2-MoE: one wide shared expert counted in expert widths") {
+  SUBCASE("Qwen2-MoE: one shared expert of its own width, kept as that width") {
     const json cfg{{"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"num_experts", 60},
-                   {"num_experts_per_tok", 4}, {"shared_expert_intermediate_size", 5632}};
-    CHECK(moe::shape_from_hf_config(cfg, "config.json").shared_experts == 4);
+                   {"num_experts_per_tok", 4}, {"shared_expert_intermediate_size", 5000 + 24}};
+    const Shape s = moe::shape_from_hf_config(cfg, "config.json");
+    CHECK(s.shared_experts == 1);
+    CHECK(s.shared_expert_inter == 5024);  // not rounded up to 4 x 1408 (+12% bytes)
+    REQUIRE(s.not_computed().size() == 1);
+    CHECK(s.not_computed()[0].find("shared_expert_intermediate_size = 5024") == 0);
   }
   SUBCASE("DBRX: fields nested in ffn_config") {
     const json cfg{{"d_model", 6144},

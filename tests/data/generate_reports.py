@@ -53,7 +53,9 @@ def samples(rng, center, noise, n, outliers=True):
         x = center * (1 + rng.gauss(0, noise))
         if outliers and rng.random() < 0.04:
             x *= 1 + 8 * noise  # a preempted or clock-dipped sample
-        out.append(round(x, 4))
+        # A time is positive: very noisy series are cut at a tenth of their centre, never below
+        # zero (load_report refuses a time of 0 or less).
+        out.append(round(max(x, 0.1 * center), 4))
     return out
 
 
@@ -203,19 +205,20 @@ def write(name, r):
 
 
 def main():
+    # Each report is its own run: its own start time (compare warns about two copies of one).
     os.makedirs(OUT, exist_ok=True)
     base = suite(1)
     write("h200-base.json", base)
     # The same build run again: only the noise differs. Must compare SAME everywhere.
     write("h200-same-build.json", suite(2, started="2025-06-01T11:00:00Z"))
     # One case planted 5% slower; one 5% faster.
-    write("h200-slower-5pct.json", suite(3, slow={("deepseek-v2-lite", 8, "bf16"): 1.05},
+    write("h200-slower-5pct.json", suite(3, slow={("deepseek-v2-lite", 8, "bf16"): 1.05}, started="2025-06-01T13:00:00Z",
                                          commit="a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"))
-    write("h200-faster-5pct.json", suite(4, slow={("qwen3-30b-a3b", 4, "int4"): 0.95},
+    write("h200-faster-5pct.json", suite(4, slow={("qwen3-30b-a3b", 4, "int4"): 0.95}, started="2025-06-01T14:00:00Z",
                                          commit="b2c3d4e5f60718293a4b5c6d7e8f901234567890"))
     # Same timings, but one verdict got worse (a check now fails) and one case is gone while a
     # new one appeared.
-    v = suite(5)
+    v = suite(5, started="2025-06-01T15:00:00Z")
     bad = next(c for c in v["cases"] if c["name"] == "graph" and c["m"] == 2
                and c["shape"] == "qwen3-30b-a3b" and c["format"] == "bf16")
     bad["verdict"] = "FAIL"
@@ -223,23 +226,24 @@ def main():
     bad["checks"][0] = {"name": "output_matches_reference", "passed": False,
                         "detail": "max abs error 0.73 above tolerance 0.0156 at token 1, col 77"}
     write("h200-verdict-fail.json", v)
-    gone = suite(6)
+    gone = suite(6, started="2025-06-01T16:00:00Z")
     gone["cases"] = [c for c in gone["cases"] if not (c["m"] == 32 and c["format"] == "int4")]
     rng = random.Random(60)
     extra = moe_case(rng, "deepseek-v2-lite", 64, "bf16", "graph", 0.003, 24)
     gone["cases"].append(extra)
     write("h200-cases-changed.json", gone)
     # Another GPU and driver: the comparison must warn.
-    write("a100-other-gpu.json", suite(7, gpu="NVIDIA A100-SXM4-80GB",
+    write("a100-other-gpu.json", suite(7, started="2025-06-01T17:00:00Z", gpu="NVIDIA A100-SXM4-80GB",
                                        uuid="GPU-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9",
                                        driver="12.8", cc="8.0", sms=108))
     # Noisy machines: 6% noise, 12 samples, no real change: the samples overlap so widely that
     # no change of 2% can be shown or ruled out -> AMBIGUOUS, never SLOWER.
-    write("noisy-base.json", suite(8, noise=0.06, n=12))
-    write("noisy-head.json", suite(9, noise=0.06, n=12))
+    write("noisy-base.json", suite(8, noise=0.06, n=12, started="2025-06-02T10:00:00Z"))
+    write("noisy-head.json", suite(9, noise=0.06, n=12, started="2025-06-02T11:00:00Z"))
     # Three samples a case (a timeout hit early): the range rule decides. One case 10% slower.
-    write("few-samples-base.json", suite(10, n=3))
-    write("few-samples-head.json", suite(11, n=3, slow={("deepseek-v2-lite", 1, "bf16"): 1.10}))
+    write("few-samples-base.json", suite(10, n=3, started="2025-06-02T12:00:00Z"))
+    write("few-samples-head.json", suite(11, n=3, slow={("deepseek-v2-lite", 1, "bf16"): 1.10},
+                                           started="2025-06-02T13:00:00Z"))
     # A copy-probe report as `moebench run copy` records it, for repro; and one recorded under a
     # mutation per case, as selftest records them.
     rng = random.Random(12)
