@@ -89,6 +89,14 @@ ReadCeiling measure_read_ceiling(ProbeState& state, std::size_t bytes) {
   return rc;
 }
 
+ReadCeiling checked_read_ceiling(ProbeState& state) {
+  ReadCeiling rc = measure_read_ceiling(
+      state, stream_buffer_bytes(state.device(), state.options().copy_bytes, 1));
+  if (!rc.check.passed)
+    throw Error(ExitCode::probe_error, "read ceiling kernel failed its check: " + rc.check.detail);
+  return rc;
+}
+
 void run_copy_probe(ProbeState& state) {
   if (mutation_active(Mutation::illegal_address)) {
     // A planted fault: the process's CUDA context is unusable after this (sticky error).

@@ -21,4 +21,8 @@ std::size_t stream_buffer_bytes(const Device& device, std::size_t requested, int
 
 ReadCeiling measure_read_ceiling(ProbeState& state, std::size_t bytes);
 
+// The ceiling a measuring probe divides its figures by: over the run's stream buffer size
+// (--copy-bytes, else 4 GiB capped by free memory), its check passed or a probe error.
+ReadCeiling checked_read_ceiling(ProbeState& state);
+
 }  // namespace moe

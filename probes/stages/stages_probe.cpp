@@ -49,11 +49,7 @@ report::Metric metric(double v, const char* unit) { return {v, unit}; }
 }  // namespace
 
 void run_stages_probe(ProbeState& state) {
-  const ReadCeiling ceiling = measure_read_ceiling(
-      state, stream_buffer_bytes(state.device(), state.options().copy_bytes, 1));
-  if (!ceiling.check.passed)
-    throw Error(ExitCode::probe_error, "read ceiling kernel failed its check: " +
-                                           ceiling.check.detail);
+  const ReadCeiling ceiling = checked_read_ceiling(state);
 
   for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
     for (kernels::WeightFormat format : formats_or_default(state)) {
