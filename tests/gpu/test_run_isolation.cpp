@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -50,13 +51,15 @@ TEST_CASE("Ctrl-C writes the partial report and exits 130") {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait until the first probe's cases are on disk, then interrupt the whole group.
-  for (int i = 0; i < 600; ++i) {
+  // Wait until the first probe's cases are on disk (the report is written before any probe,
+  // with the argv naming every probe, so look at its cases), then interrupt the whole group.
+  auto has_cases = [&] {
+    if (!std::filesystem::exists(report)) return false;
+    const auto doc = nlohmann::json::parse(moe::test::read_text(report), nullptr, false);
+    return !doc.is_discarded() && doc.contains("cases") && !doc.at("cases").empty();
+  };
+  for (int i = 0; i < 600 && !has_cases(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (std::filesystem::exists(report) &&
-        moe::test::read_text(report).find("two-engine") != std::string::npos)
-      break;
-  }
   kill(-pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -66,4 +69,26 @@ TEST_CASE("Ctrl-C writes the partial report and exits 130") {
   CHECK(j.at("invocation").at("complete") == false);
   CHECK(j.at("invocation").value("interrupted", false));
   CHECK(j.at("cases").size() >= 1);
+}
+
+TEST_CASE("a shape whose one layer does not fit the device is exit 3, its reason in the report") {
+  moe::test::test_device();
+  const auto dir = moe::test::scratch_dir("too-large");
+  const std::string shape = (dir / "too-large.json").string();
+  // One bf16 layer: 64 experts x 3 x 16384 x 65536 x 2 bytes = 412 GB, more than any GPU has.
+  std::ofstream(shape) << R"({"name": "too-large", "hidden": 16384, "moe_inter": 65536,
+    "experts": 64, "top_k": 2, "shared_experts": 0, "scoring": "softmax", "renormalize": true,
+    "description": "one layer is 412 GB"})";
+  const std::string report = (dir / "r.json").string();
+  const auto r = moe::test::moebench("run", "bandwidth", "--shape", shape, "--m", "1",
+                                     "--weight-format", "bf16", "-o", report);
+  CHECK(r.exit_code == 3);
+  const auto j = nlohmann::json::parse(moe::test::read_text(report));
+  REQUIRE(j.at("cases").size() == 1);
+  const auto& c = j.at("cases").at(0);
+  CHECK(c.at("verdict") == "ERROR");
+  CHECK(c.at("evidence").value("environment", false));
+  CHECK(c.at("reason").get<std::string>().find("needs") != std::string::npos);
+  CHECK(c.at("reason").get<std::string>().find("MiB of device memory is available") !=
+        std::string::npos);
 }
