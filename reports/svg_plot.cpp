@@ -449,7 +449,7 @@ std::string render_stacked_bars(const StackedBarChart& c) {
   for (const StackedBar& b : c.bars) labels.push_back(b.label), notes.push_back(b.note);
   const double label_w = label_margin(labels, c.width), note_w = note_margin(notes);
   const double axis_h = 40, min_row_h = 22;
-  const double left = label_w + 8, pw = c.width - left - note_w;
+  const double left = label_w + 14, pw = c.width - left - note_w;
   const std::vector<BarSegment> legend =
       !c.legend.empty() ? c.legend : c.bars.empty() ? std::vector<BarSegment>{} : c.bars.front().segments;
   // Legend at the top, wrapping onto a new line where the next entry would pass the width.

@@ -5,7 +5,8 @@
 # finding of that check (plots and their series missing, a point or a label outside its plot, an
 # axis without ticks, anything fetched). Exit 77 (skipped) when no Chromium is installed.
 #
-# Usage: scripts/check-page.sh [MOEBENCH_BINARY]     (default: build/apps/moebench)
+# Usage: scripts/check-page.sh [MOEBENCH_BINARY]     (default: build/apps/moebench;
+#        MOEBENCH_CHROMIUM: the browser, default chromium on PATH)
 #        scripts/check-page.sh --screenshots DIR [MOEBENCH_BINARY]
 #   --screenshots also writes DIR/{bandwidth,capture-replay,stages,compare}.png (docs/images).
 set -euo pipefail
@@ -16,12 +17,15 @@ bin=${1:-${MOEBENCH_BUILD_DIR:-$root/build}/apps/moebench}
 [[ -x $bin ]] || { echo "check-page: $bin not found; build first (scripts/build.sh)" >&2; exit 2; }
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")  # the comparison runs in another folder
 
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
-done
+# MOEBENCH_CHROMIUM names the browser; otherwise the first of these on PATH.
+browser=${MOEBENCH_CHROMIUM:-}
 if [[ -z $browser ]]; then
-  echo "SKIPPED: no chromium installed (scripts/setup.sh installs it); the pages were not checked in a browser"
+  for b in chromium chromium-browser google-chrome; do
+    if command -v "$b" >/dev/null 2>&1; then browser=$(command -v "$b"); break; fi
+  done
+fi
+if [[ -z $browser || ! -x $browser ]]; then
+  echo "SKIPPED: no chromium installed (scripts/setup.sh installs it)${browser:+: $browser is not an executable}; the pages were not checked in a browser"
   exit 77
 fi
 
