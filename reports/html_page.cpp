@@ -238,10 +238,14 @@ std::string short_label(const CaseResult& c, const std::string& measurement) {
   }
   if (c.m) s += " M=" + std::to_string(*c.m);
   if (c.format) s += " " + *c.format;
-  if (c.mode && *c.mode != c.name) s += " " + *c.mode;
+  // A measurement named after a mode (capture-replay's eager steps beside its replays) is
+  // that mode: "... bf16 eager", not "... bf16 graph (eager)".
+  const bool mode_measurement = measurement == "eager" || measurement == "graph";
+  if (mode_measurement) s += " " + measurement;
+  else if (c.mode && *c.mode != c.name) s += " " + *c.mode;
   else if (c.shape && c.name != c.mode.value_or("")) s += " " + c.name;
   if (c.mutation) s += " [" + *c.mutation + "]";
-  if (measurement != "main") s += " (" + measurement + ")";
+  if (measurement != "main" && !mode_measurement) s += " (" + measurement + ")";
   return s;
 }
 

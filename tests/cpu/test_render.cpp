@@ -364,6 +364,8 @@ TEST_CASE("capture-replay page: host time saved by graph replay, a bar a case") 
     c.mode = "graph";
     c.metrics["eager_host_us"] = {52.1, "us"};
     c.metrics["replay_host_us"] = {std::string(format) == "bf16" ? 6.03 : 21.12, "us"};
+    c.measurements["main"].gpu_time_us = {90, 91, 92};
+    c.measurements["eager"].gpu_time_us = {90, 92, 94};
     r.cases.push_back(c);
   }
   const std::string html = render_html(r);
@@ -373,6 +375,10 @@ TEST_CASE("capture-replay page: host time saved by graph replay, a bar a case") 
   CHECK(html.find("data-label=\"saved (bf16)\"") != std::string::npos);
   CHECK(html.find("data-label=\"saved (int4)\"") != std::string::npos);
   CHECK(html.find("data-kind=\"stacked\" data-expect-series=\"3\"") != std::string::npos);
+  // The spread rows name the replays graph and the eager steps eager.
+  CHECK(html.find(">capture-replay deepseek-v2-lite M=1 bf16 eager<") != std::string::npos);
+  CHECK(html.find(">capture-replay deepseek-v2-lite M=1 bf16 graph<") != std::string::npos);
+  CHECK(html.find("(eager)") == std::string::npos);
 }
 
 TEST_CASE("comparison page: missing cases have their own section saying they fail") {
