@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
+#include "reports/plot_style.hpp"
 #include "reports/stage_view.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
@@ -55,6 +57,10 @@ tr.detail td { color:var(--muted); border-bottom:1px solid var(--line); padding-
   padding:10px 16px; margin:16px 0; }
 .warn ul { margin:4px 0 0; padding-left:20px; }
 .muted { color:var(--muted); }
+.missing { background:var(--fail-bg); border:1px solid #fca5a5; color:var(--fail); border-radius:10px;
+  padding:4px 16px 10px; margin:16px 0; }
+.missing h2, .warn h2 { border:0; margin:8px 0 4px; }
+.missing ul { margin:4px 0 0; padding-left:20px; }
 details summary { cursor:pointer; color:var(--info); margin:8px 0; }
 pre { background:#f3f4f6; border-radius:8px; padding:12px; overflow:auto; font-size:12px; }
 footer { margin-top:36px; color:var(--muted); font-size:12px; }
@@ -86,6 +92,12 @@ std::string card(const std::string& value, const std::string& key) {
 // Cases that can be drawn against M: a shape, an M and a GB/s figure.
 bool plottable(const CaseResult& c) { return c.shape && c.m && c.metrics.contains("gbps"); }
 
+std::optional<double> metric(const CaseResult& c, const std::string& name) {
+  const auto it = c.metrics.find(name);
+  if (it == c.metrics.end() || !std::isfinite(it->second.value)) return std::nullopt;
+  return it->second.value;
+}
+
 std::string series_name(const CaseResult& c) {
   std::string s = c.format.value_or("");
   if (c.mode) s += (s.empty() ? "" : " ") + *c.mode;
@@ -93,64 +105,118 @@ std::string series_name(const CaseResult& c) {
   return s.empty() ? c.name : s;
 }
 
-// One chart per shape: GB/s against M, one polyline per (probe, format, mode). With `base`, the
-// base report's series are drawn dashed in the same colour beside the head's solid ones.
+// The key of a chart against M: a line a format (its colour), a line a mode (its dash), the
+// floor, and with a base report which of the two is faded.
+std::vector<LegendEntry> legend_for(const std::set<std::string>& formats, const std::set<std::string>& modes,
+                                    bool floor, bool comparison) {
+  std::vector<LegendEntry> legend;
+  for (const std::string& f : formats) legend.push_back({f.empty() ? "no format" : f, format_color(f)});
+  for (const std::string& m : modes)
+    legend.push_back({m, kNeutralColor, mode_style(m), true, mode_style(m) == LineStyle::dashed});
+  if (floor) legend.push_back({"floor: bytes / read ceiling", kNeutralColor, LineStyle::dotted, false});
+  if (comparison) {
+    legend.push_back({"head", kNeutralColor});
+    legend.push_back({"base (faded, hollow)", kNeutralColor, LineStyle::solid, true, true, 0.45});
+  }
+  return legend;
+}
+
+// Per shape, side by side: GB/s against M with the read ceiling, and GPU time per layer against
+// M with each format's floor (its bytes per layer over the read ceiling): a format that reads
+// fewer bytes shows a lower GB/s while taking less time, and only the second plot shows that.
+// A line a (probe, format, mode): colour from the format, dash from the mode. With `base`, the
+// base report's lines are drawn faded with hollow points beside the head's.
 std::string bandwidth_section(const Report& head, const Report* base) {
   std::set<std::string> shapes;
   for (const Report* r : {base, &head})
     if (r)
       for (const CaseResult& c : r->cases)
         if (plottable(c)) shapes.insert(*c.shape);
+  // Nothing to draw against M (copy, capture-replay, stages): no section; the case table has
+  // the ceilings.
+  if (shapes.empty()) return "";
   std::ostringstream out;
-  out << "<h2>Bandwidth against M</h2>\n";
-  if (shapes.empty()) {
-    out << "<p class=\"muted\">No case in " << (base ? "these reports" : "this report")
-        << " has a GB/s figure for a shape and an M (probe copy measures the ceilings only; "
-           "they are in the table below).</p>\n";
-    return out.str();
-  }
+  out << "<h2>Bandwidth and time per layer against M</h2>\n";
   const auto head_ceiling = read_ceiling_gbps(head);
   std::optional<double> base_ceiling;
   if (base) base_ceiling = read_ceiling_gbps(*base);
-  out << "<p class=\"muted\">GB/s counts each distinct expert's weights once, over the median "
-         "GPU time. The dashed line is the read ceiling measured in the same run"
-      << (base ? "; hollow points on dashed lines are the base report." : ".") << "</p>\n";
+  out << "<p class=\"muted\">Left: GB/s counts each distinct expert's weights once, over the median "
+         "GPU time; the dashed red line is the read ceiling measured in the same run. Right: the "
+         "median GPU time of one layer; the dotted line is its floor, the layer's bytes over the "
+         "read ceiling (lower is better). Colour: the weight format; dashed: eager, solid: graph"
+      << (base ? "; faded lines with hollow points are the base report." : ".") << "</p>\n";
   out << "<div class=\"charts\">\n";
   for (const std::string& shape : shapes) {
-    LineChart chart;
-    chart.title = shape;
-    chart.x_label = "M (tokens per forward, log scale)";
-    chart.y_label = "GB/s";
-    std::map<std::string, std::size_t> color_of;
-    auto add = [&](const Report& r, bool dashed, const std::string& suffix) {
-      std::map<std::string, std::vector<PlotPoint>> by_series;
+    LineChart gbps, time;
+    gbps.title = shape + ": GB/s";
+    time.title = shape + ": µs per layer";
+    gbps.x_label = time.x_label = "M (tokens per forward, log scale)";
+    gbps.y_label = "GB/s";
+    time.y_label = "µs per layer";
+    std::set<std::string> formats, modes;
+    bool any_floor = false;
+    auto add = [&](const Report& r, bool faded, const std::string& suffix) {
+      std::map<std::string, std::vector<PlotPoint>> rate, per_layer;
+      std::map<std::string, std::map<double, PlotPoint>> floor;  // format -> M -> floor
+      std::map<std::string, const CaseResult*> first;
+      const auto report_ceiling = read_ceiling_gbps(r);
       for (const CaseResult& c : r.cases) {
         if (!plottable(c) || *c.shape != shape) continue;
-        const double g = c.metrics.at("gbps").value;
-        std::string tip = series_name(c) + suffix + ", M=" + std::to_string(*c.m) + ": " +
-                          fmt(g) + " GB/s";
-        if (auto pct = c.metrics.find("pct_of_read_ceiling"); pct != c.metrics.end())
-          tip += " (" + fmt(pct->second.value) + "% of read ceiling)";
+        const std::string name = series_name(c), format = c.format.value_or("");
+        const double m = static_cast<double>(*c.m), g = c.metrics.at("gbps").value;
+        first.emplace(name, &c);
+        formats.insert(format);
+        if (c.mode) modes.insert(*c.mode);
+        std::string tip = name + suffix + ", M=" + std::to_string(*c.m) + ": " + fmt(g) + " GB/s";
+        if (auto pct = metric(c, "pct_of_read_ceiling")) tip += " (" + fmt(*pct) + "% of read ceiling)";
         tip += ", " + to_string(c.verdict);
-        by_series[series_name(c)].push_back({static_cast<double>(*c.m), g, tip});
+        rate[name].push_back({m, g, tip});
+        const auto us = metric(c, "gpu_us_per_layer");
+        if (!us) continue;
+        per_layer[name].push_back(
+            {m, *us, name + suffix + ", M=" + std::to_string(*c.m) + ": " + fmt(*us) + " µs per layer"});
+        // bytes per layer / ceiling = (GB/s x µs per layer) / ceiling: the bytes the GB/s counts.
+        const auto ceiling = metric(c, "read_ceiling_gbps") ? metric(c, "read_ceiling_gbps") : report_ceiling;
+        if (!faded && ceiling && *ceiling > 0)
+          floor[format].emplace(m, PlotPoint{m, g * *us / *ceiling,
+                                             format + " floor, M=" + std::to_string(*c.m) + ": " +
+                                                 fmt(g * *us / *ceiling) + " µs per layer"});
       }
-      for (auto& [name, points] : by_series) {
-        std::sort(points.begin(), points.end(),
-                  [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
-        const std::size_t color = color_of.emplace(name, color_of.size()).first->second;
-        chart.series.push_back({name + suffix, points, series_color(color), dashed});
+      auto push = [&](LineChart& chart, std::map<std::string, std::vector<PlotPoint>>& by_series) {
+        for (auto& [name, points] : by_series) {
+          std::sort(points.begin(), points.end(),
+                    [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+          const CaseResult& c = *first.at(name);
+          const LineStyle style = mode_style(c.mode.value_or(""));
+          // Eager and graph often coincide: eager's hollow points stay visible on graph's line.
+          chart.series.push_back({name + suffix, points, format_color(c.format.value_or("")), style, true,
+                                  faded || style == LineStyle::dashed, faded ? 0.45 : 1.0});
+        }
+        // Dashed lines last, on top of the solid ones they may cover.
+        std::stable_partition(chart.series.begin(), chart.series.end(),
+                              [](const PlotSeries& p) { return p.style != LineStyle::dashed; });
+      };
+      push(gbps, rate);
+      push(time, per_layer);
+      for (auto& [format, by_m] : floor) {
+        PlotSeries f{format + " floor", {}, format_color(format), LineStyle::dotted, false};
+        for (auto& [m, p] : by_m) f.points.push_back(p);
+        time.series.push_back(std::move(f));
+        any_floor = true;
       }
     };
     if (base) add(*base, true, " (base)");
     add(head, false, base ? " (head)" : "");
     if (base_ceiling)
-      chart.references.push_back(
+      gbps.references.push_back(
           {"base read ceiling " + fmt(*base_ceiling) + " GB/s", *base_ceiling, "#9ca3af", true});
     if (head_ceiling)
-      chart.references.push_back({std::string(base ? "head " : "") + "read ceiling " +
-                                      fmt(*head_ceiling) + " GB/s",
-                                  *head_ceiling, "#dc2626", true});
-    out << "<div class=\"panel\">" << render_line_chart(chart) << "</div>\n";
+      gbps.references.push_back({std::string(base ? "head " : "") + "read ceiling " + fmt(*head_ceiling) + " GB/s",
+                                 *head_ceiling, "#dc2626", true});
+    gbps.legend = legend_for(formats, modes, false, base != nullptr);
+    time.legend = legend_for(formats, modes, any_floor, base != nullptr);
+    out << "<div class=\"panel\">" << render_line_chart(gbps) << "</div>\n";
+    if (!time.series.empty()) out << "<div class=\"panel\">" << render_line_chart(time) << "</div>\n";
   }
   out << "</div>\n";
   return out.str();
@@ -172,10 +238,14 @@ std::string short_label(const CaseResult& c, const std::string& measurement) {
   }
   if (c.m) s += " M=" + std::to_string(*c.m);
   if (c.format) s += " " + *c.format;
-  if (c.mode && *c.mode != c.name) s += " " + *c.mode;
+  // A measurement named after a mode (capture-replay's eager steps beside its replays) is
+  // that mode: "... bf16 eager", not "... bf16 graph (eager)".
+  const bool mode_measurement = measurement == "eager" || measurement == "graph";
+  if (mode_measurement) s += " " + measurement;
+  else if (c.mode && *c.mode != c.name) s += " " + *c.mode;
   else if (c.shape && c.name != c.mode.value_or("")) s += " " + c.name;
   if (c.mutation) s += " [" + *c.mutation + "]";
-  if (measurement != "main") s += " (" + measurement + ")";
+  if (measurement != "main" && !mode_measurement) s += " (" + measurement + ")";
   return s;
 }
 
@@ -190,14 +260,16 @@ std::string spread_section_report(const Report& r) {
   SpreadChart chart;
   chart.title = "GPU time of each sample, relative to its case's median";
   chart.x_label = "difference from the median (%)";
-  std::map<std::string, std::size_t> probe_color;
+  // Colour: the case's format, as in every plot of the page; a new probe starts a group.
+  std::string last_probe;
   for (const CaseResult& c : r.cases) {
     for (const auto& [name, m] : c.measurements) {
       if (m.gpu_time_us.empty()) continue;
       const double median = m.gpu_time().median;
-      const std::size_t color = probe_color.emplace(c.probe, probe_color.size()).first->second;
-      chart.rows.push_back({short_label(c, name), note_for(m.gpu_time_us), relative_to(m.gpu_time_us, median),
-                            series_color(color), false});
+      const std::string format = c.format.value_or("");
+      chart.rows.push_back({short_label(c, name), note_for(m.gpu_time_us), format.empty() ? c.probe : format,
+                            relative_to(m.gpu_time_us, median), format_color(format), c.probe != last_probe});
+      last_probe = c.probe;
     }
   }
   std::ostringstream out;
@@ -207,7 +279,7 @@ std::string spread_section_report(const Report& r) {
     return out.str();
   }
   out << "<p class=\"muted\">Box: 25th to 75th percentile; whiskers: 10th to 90th; bar: median; "
-         "dots: every sample. Hover a row for its figures.</p>\n";
+         "dots: every sample; colour: the weight format. Hover a row for its figures.</p>\n";
   out << "<div class=\"panel\">" << render_spread_chart(chart) << "</div>\n";
   return out.str();
 }
@@ -259,23 +331,63 @@ std::string stages_section(const Report& r) {
   chart.title = "Stages of a layer";
   chart.x_label = "µs per layer (each stage's share of the critical path)";
   chart.marker_label = "floor (bytes over the read ceiling)";
+  // Stages in shades of slate, light and dark alternating, so that no stage reads as a format;
+  // the format's colour is the swatch beside each label.
+  static const char* const kStageShades[] = {"#cbd5e1", "#475569", "#94a3b8", "#1e293b", "#e2e8f0"};
+  std::set<std::string> formats;
   for (const StageRow& row : rows) {
     StackedBar bar;
     bar.label = row.label;
+    bar.label_color = format_color(row.format);
+    formats.insert(row.format);
     for (std::size_t i = 0; i < row.stages.size(); ++i)
       bar.segments.push_back({row.stages[i].stage,
                               std::isnan(row.stages[i].critical_us) ? 0 : row.stages[i].critical_us,
-                              series_color(i)});
+                              kStageShades[i % std::size(kStageShades)]});
     bar.marker = row.floor_us;
     bar.note = fmt(row.critical_path_us) + " µs, floor " + fmt(row.floor_us);
     chart.bars.push_back(std::move(bar));
   }
+  chart.legend = chart.bars.front().segments;
+  for (const std::string& f : formats) chart.legend.push_back({"format " + f, 0, format_color(f)});
   std::ostringstream out;
   out << "<h2>Stages</h2>\n<p class=\"muted\">Each bar is a layer's critical path split by stage: "
          "the part of each stage's kernels that runs after every earlier kernel has ended "
          "(with programmatic dependent launch the stages overlap; their own durations are in "
          "the table and the report). The tick is the layer's floor: the bytes it must read over "
-         "the read ceiling of the same run.</p>\n"
+         "the read ceiling of the same run. The swatch beside each label is the weight format's colour."
+         "</p>\n"
+      << "<div class=\"panel\">" << render_stacked_bars(chart) << "</div>\n";
+  return out.str();
+}
+
+// Probe capture-replay: per case, the host enqueue time of an eager step split into what a
+// graph replay of the same step still costs the host and what the replay saves.
+std::string host_saving_section(const Report& r) {
+  StackedBarChart chart;
+  chart.title = "Host time saved by graph replay";
+  chart.x_label = "host µs per step: eager enqueue = replay + saved";
+  chart.legend.push_back({"host time of a replay", 0, "#d1d5db"});
+  std::set<std::string> formats;
+  for (const CaseResult& c : r.cases) {
+    const auto eager = metric(c, "eager_host_us"), replay = metric(c, "replay_host_us");
+    if (!eager || !replay) continue;
+    const std::string format = c.format.value_or("");
+    StackedBar bar;
+    bar.label = short_label(c, "main");
+    bar.label_color = format_color(format);
+    const double saved = *eager - *replay;
+    bar.segments.push_back({"host time of a replay", *replay, "#d1d5db"});
+    bar.segments.push_back({"saved" + (format.empty() ? "" : " (" + format + ")"), saved, format_color(format)});
+    bar.note = fmt(saved) + " µs saved (" + fmt(*eager > 0 ? 100 * saved / *eager : 0) + "%)";
+    if (formats.insert(format).second) chart.legend.push_back(bar.segments.back());
+    chart.bars.push_back(std::move(bar));
+  }
+  if (chart.bars.empty()) return "";
+  std::ostringstream out;
+  out << "<h2>Host time saved by graph replay</h2>\n<p class=\"muted\">Each bar is the host time "
+         "to enqueue one eager step; its coloured part is what a graph replay of the same step "
+         "saves (eager host time minus replay host time), in the format's colour.</p>\n"
       << "<div class=\"panel\">" << render_stacked_bars(chart) << "</div>\n";
   return out.str();
 }
@@ -301,6 +413,7 @@ std::string render_html(const Report& r) {
   out << "</div>\n";
   out << bandwidth_section(r, nullptr);
   out << stages_section(r);
+  out << host_saving_section(r);
   out << spread_section_report(r);
   out << render_histogram_html(r);
   out << case_table(r);
@@ -329,7 +442,23 @@ std::string render_html(const Comparison& c) {
       << card(std::to_string(c.count(Change::same)), "same")
       << card(std::to_string(c.count(Change::ambiguous)), "ambiguous")
       << card(std::to_string(worse), "verdicts worse")
+      << card(std::to_string(c.only_in_base.size()), "missing")
       << card(fmt(100 * c.options.min_effect, 2) + "%", "threshold") << "</div>\n";
+
+  // Cases of the base that the head lacks fail the comparison (unless --allow-missing): they
+  // come first, in their own section, never among the merely unmatched.
+  if (!c.only_in_base.empty()) {
+    const bool allowed = c.options.allow_missing;
+    out << "<section id=\"missing\" class=\"" << (allowed ? "warn" : "missing") << "\"><h2>"
+        << pill("MISSING", allowed ? "AMBIGUOUS" : "FAIL") << " " << c.only_in_base.size()
+        << " case" << (c.only_in_base.size() == 1 ? "" : "s") << " of the base missing from the head</h2>\n<p>"
+        << (allowed ? "Allowed by <code>--allow-missing</code>: they do not fail this comparison."
+                    : "They fail the comparison: the head did not run them. <code>--allow-missing</code> "
+                      "accepts a head that ran a subset on purpose.")
+        << "</p>\n<ul>";
+    for (const std::string& k : c.only_in_base) out << "<li><code>" << h(k) << "</code></li>";
+    out << "</ul></section>\n";
+  }
 
   std::vector<const EnvironmentDifference*> unexpected;
   for (const EnvironmentDifference& d : c.environment)
@@ -356,6 +485,9 @@ std::string render_html(const Comparison& c) {
     out << "</tbody></table></div>\n";
   }
 
+  // The plots before the table of every metric: the shape of a change is read there first.
+  out << bandwidth_section(*c.head, c.base);
+
   out << "<h2>Metrics</h2>\n<div class=\"panel\" style=\"padding:0\"><table><thead><tr>"
          "<th>case</th><th>metric</th><th>base</th><th>head</th><th>change</th>"
          "<th>interval</th><th>n</th><th>result</th></tr></thead><tbody>\n";
@@ -373,8 +505,6 @@ std::string render_html(const Comparison& c) {
   }
   out << "</tbody></table></div>\n";
 
-  out << bandwidth_section(*c.head, c.base);
-
   // Spread: base and head of each case on one row pair, both relative to the base median.
   SpreadChart chart;
   chart.title = "GPU time of each sample, relative to the base median";
@@ -383,22 +513,20 @@ std::string render_html(const Comparison& c) {
     for (const MetricComparison& m : cc.metrics) {
       if (m.metric != ComparedMetric::gpu_time || m.base_series.empty()) continue;
       const std::string label = short_label(*cc.head, m.measurement);
-      const std::string color = m.change == Change::slower   ? "#dc2626"
-                                : m.change == Change::faster ? "#059669"
-                                : m.change == Change::ambiguous ? "#d97706"
-                                                                : "#2563eb";
-      chart.rows.push_back({label + " · base", note_for(m.base_series),
+      const std::string format = cc.head->format.value_or("");
+      chart.rows.push_back({label + " · base", note_for(m.base_series), "base",
                             relative_to(m.base_series, m.base_median), "#9ca3af", true});
       chart.rows.push_back({"head: " + to_string(m.change), note_for(m.head_series),
-                            relative_to(m.head_series, m.base_median), color, false});
+                            format.empty() ? cc.head->probe : format,
+                            relative_to(m.head_series, m.base_median), format_color(format), false});
     }
   }
   out << "<h2>Spread of samples</h2>\n";
   if (chart.rows.empty()) {
     out << "<p class=\"muted\">No case has GPU-time samples in both reports.</p>\n";
   } else {
-    out << "<p class=\"muted\">Grey: base; colour: head (red slower, green faster, amber "
-           "ambiguous, blue same). Box: 25th to 75th percentile; whiskers: 10th to 90th; bar: "
+    out << "<p class=\"muted\">Grey: base; colour: head, in its weight format's colour, labelled "
+           "with the result of the comparison. Box: 25th to 75th percentile; whiskers: 10th to 90th; bar: "
            "median; dots: every sample.</p>\n<div class=\"panel\">"
         << render_spread_chart(chart) << "</div>\n";
   }
@@ -409,8 +537,7 @@ std::string render_html(const Comparison& c) {
     for (const std::string& k : keys) out << "<li><code>" << h(k) << "</code></li>";
     out << "</ul>\n";
   };
-  if (!c.only_in_base.empty() || !c.only_in_head.empty()) out << "<h2>Unmatched cases</h2>\n";
-  list("Only in base", c.only_in_base);
+  if (!c.only_in_head.empty()) out << "<h2>Unmatched cases</h2>\n";
   list("Only in head", c.only_in_head);
 
   out << "<h2>Environment</h2>\n";

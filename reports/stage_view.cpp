@@ -30,6 +30,7 @@ std::vector<StageRow> stage_rows(const Report& report) {
     StageRow row;
     row.label = c.shape.value_or("?") + " M=" + (c.m ? std::to_string(*c.m) : "?") + " " +
                 c.format.value_or("?") + " " + c.mode.value_or("?");
+    row.format = c.format.value_or("");
     for (const char* s : kStageNames) {
       const std::string name = s;
       if (name == "other" && !other) continue;

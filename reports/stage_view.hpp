@@ -18,6 +18,7 @@ struct StageCell {
 
 struct StageRow {
   std::string label;  // shape M format mode
+  std::string format;  // the weight format alone ("" when the case has none), for its colour
   // route, gate_up, down, combine, then other only where some row has kernels outside those
   // (the same columns in every row; a stage a case lacks holds NaN, printed as "-").
   std::vector<StageCell> stages;

@@ -10,6 +10,9 @@ packages=(
   libbenchmark-tools python3 python3-scipy   # Google Benchmark's compare.py, used by a test
   clang   # scripts/fuzz.sh: libFuzzer (its runtime comes with libclang-common-N-dev's deps)
 )
+# scripts/check-page.sh: the rendered HTML pages checked in headless Chromium. Ubuntu's chromium
+# is a snap (no apt package): there the check reports itself skipped.
+[[ $(. /etc/os-release 2>/dev/null && echo "${ID:-}") == ubuntu ]] || packages+=(chromium)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -64,7 +64,8 @@ Command add_render_command(CLI::App& app) {
   auto r = std::make_shared<RenderRequest>();
   CLI::App* cmd = app.add_subcommand(
       "render", "Render a report: terminal table, Markdown, a self-contained HTML page with "
-                "plots, or Google Benchmark JSON");
+                "plots (GB/s and time per layer against M, stages, host time saved by replay), "
+                "or Google Benchmark JSON");
   cmd->add_option("report", r->report, "Report file (JSON)")->required();
   cmd->add_option("--format", r->format,
                   "table, markdown, html, gbench (Google Benchmark JSON, for its compare.py) "

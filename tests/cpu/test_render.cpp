@@ -2,16 +2,21 @@
 // HTML page (inline SVG, nothing fetched from a network) for a report and for a comparison.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <map>
 #include <regex>
+#include <set>
 
 #include "support/cli_runner.hpp"
 #include "common/errors.hpp"
+#include "reports/case_summary.hpp"
 #include "reports/compare.hpp"
 #include "reports/comparison_table.hpp"
 #include "reports/html_page.hpp"
 #include "reports/markdown.hpp"
 #include "reports/pivot_table.hpp"
 #include "reports/svg_plot.hpp"
+#include "reports/table.hpp"
 
 using namespace moe::report;
 using moe::test::data_file;
@@ -41,6 +46,19 @@ void check_self_contained(const std::string& html) {
 void check_balanced(const std::string& html, const std::string& tag) {
   CAPTURE(tag);
   CHECK(count(html, "<" + tag + ">") + count(html, "<" + tag + " ") == count(html, "</" + tag + ">"));
+}
+
+// The base report's bandwidth cases in both modes: each again as an eager case.
+Report with_eager_cases(const Report& r) {
+  Report both = r;
+  for (const CaseResult& c : r.cases)
+    if (c.probe == "bandwidth") {
+      CaseResult eager = c;
+      eager.name = "step";
+      eager.mode = "eager";
+      both.cases.push_back(eager);
+    }
+  return both;
 }
 
 }  // namespace
@@ -130,14 +148,7 @@ TEST_CASE("Markdown pivot: one metric as a grid of shape and format against M") 
   CHECK(all.find("`bandwidth`: gbps (GB/s)") != std::string::npos);
   CHECK(all.find("| shape | format | M=1 |") != std::string::npos);  // one mode: no column
   // Cases of one probe in two modes: the mode becomes a column.
-  Report both = r;
-  for (const CaseResult& c : r.cases)
-    if (c.probe == "bandwidth") {
-      CaseResult eager = c;
-      eager.name = "step";
-      eager.mode = "eager";
-      both.cases.push_back(eager);
-    }
+  const Report both = with_eager_cases(r);
   const std::string modes = render_markdown_pivot(both, "gpu", {"bandwidth", std::nullopt});
   CHECK(modes.find("| case | shape | format | mode | M=1 |") != std::string::npos);
   CHECK(modes.find("| step | deepseek-v2-lite | bf16 | eager |") != std::string::npos);
@@ -222,4 +233,169 @@ TEST_CASE("moebench render: bad input exits 2 naming it") {
   const auto not_report = moebench("render", data_file("cases/copy-read-ceiling.json"));
   CHECK(not_report.exit_code == 2);
   CHECK(not_report.err.find("not a moebench report") != std::string::npos);
+}
+
+namespace {
+
+struct DrawnSeries {
+  std::string label, color;
+  bool dashed = false;
+};
+
+// Every line series of a page: its label, stroke colour and whether its line is dashed.
+std::vector<DrawnSeries> line_series(const std::string& html) {
+  static const std::regex re(
+      R"re(<g class="series" data-label="([^"]*)"[^>]*>\n<polyline fill="none" stroke="([^"]*)" stroke-width="[^"]*"( stroke-dasharray)?)re");
+  std::vector<DrawnSeries> out;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back({(*it)[1], (*it)[2], (*it)[3].matched});
+  return out;
+}
+
+std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
+
+}  // namespace
+
+TEST_CASE("HTML page: a colour a format in every plot, eager dashed and graph solid, a key saying so") {
+  const std::string html = render_html(with_eager_cases(load_report(report("h200-base.json"))));
+  const std::vector<DrawnSeries> series = line_series(html);
+  CHECK(series.size() == 8);  // 2 shapes x bf16, int4 x eager, graph
+  std::map<std::string, std::set<std::string>> colors;
+  for (const DrawnSeries& s : series) {
+    CAPTURE(s.label);
+    colors[first_word(s.label)].insert(s.color);
+    const bool eager = s.label.find(" eager") != std::string::npos;
+    CHECK(eager == s.dashed);
+  }
+  REQUIRE(colors.size() == 2);
+  CHECK(colors["bf16"].size() == 1);
+  CHECK(colors["int4"].size() == 1);
+  CHECK(*colors["bf16"].begin() != *colors["int4"].begin());
+  // The spread chart colours each case's row by its format too.
+  static const std::regex row(R"re(<g class="series" data-label="(bf16|int4)"><title>[^<]*</title>\n<line [^>]*stroke="([^"]*)")re");
+  std::size_t rows = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), row); it != std::sregex_iterator(); ++it, ++rows)
+    CHECK(colors[(*it)[1]].count((*it)[2]) == 1);
+  CHECK(rows == 48);  // 24 bandwidth cases, each in two modes
+  // The key of each chart names the formats and what the dashes mean.
+  for (const char* entry : {">bf16</text>", ">int4</text>", ">eager</text>", ">graph</text>"}) {
+    CAPTURE(entry);
+    CHECK(count(html, entry) == 2);
+  }
+}
+
+TEST_CASE("HTML page: time per layer beside GB/s, with each format's floor") {
+  Report r = load_report(report("h200-base.json"));
+  const double ceiling = *read_ceiling_gbps(r);
+  for (CaseResult& c : r.cases)
+    if (c.probe == "bandwidth")  // int4 reads fewer bytes: fewer GB/s, less time per layer
+      c.metrics["gpu_us_per_layer"] = {(*c.format == "int4" ? 30.0 : 40.0) * static_cast<double>(*c.m), "us"};
+  const std::string html = render_html(r);
+  CHECK(count(html, "data-kind=\"line\"") == 4);  // GB/s and time, 2 shapes
+  CHECK(html.find("deepseek-v2-lite: µs per layer") != std::string::npos);
+  CHECK(html.find("deepseek-v2-lite: µs per layer") > html.find("deepseek-v2-lite: GB/s"));
+  CHECK(count(html, "data-label=\"bf16 floor\"") == 2);
+  CHECK(count(html, "data-label=\"int4 floor\"") == 2);
+  // The floor is the layer's bytes over the read ceiling: GB/s x time / ceiling.
+  const CaseResult& c = *std::find_if(r.cases.begin(), r.cases.end(), [](const CaseResult& k) {
+    return k.shape == "deepseek-v2-lite" && k.m == 1 && k.format == "bf16";
+  });
+  const double floor = c.metrics.at("gbps").value * 40 / ceiling;
+  CHECK(html.find("bf16 floor, M=1: " + fmt(floor) + " µs per layer") != std::string::npos);
+  CHECK(html.find("int4 graph, M=1: " + fmt(30) + " µs per layer") != std::string::npos);
+  CHECK(html.find("floor: bytes / read ceiling") != std::string::npos);
+  for (const DrawnSeries& s : line_series(html))
+    if (s.label.find("floor") != std::string::npos) CHECK(s.dashed);  // dotted
+}
+
+TEST_CASE("spread chart: the axis at the top as well as the bottom") {
+  SpreadChart chart;
+  chart.title = "many rows";
+  for (int i = 0; i < 80; ++i) chart.rows.push_back({"row " + std::to_string(i), "", "", {1, 2, 3, 4}, "#000"});
+  const std::string svg = render_spread_chart(chart);
+  const auto top = svg.find("<g class=\"axis x top\">");
+  REQUIRE(top != std::string::npos);
+  CHECK(svg.find("<g class=\"axis x bottom\">") != std::string::npos);
+  CHECK(top < svg.find(">row 0<"));  // drawn above the first row
+  static const std::regex tick(R"re(<text x="[0-9.]+" y="([0-9.]+)"[^>]*class="tick")re");
+  std::smatch m;
+  const std::string after = svg.substr(top);
+  REQUIRE(std::regex_search(after, m, tick));
+  CHECK(std::stod(m[1]) < 52);  // above the first row (rows start at y = 52)
+}
+
+TEST_CASE("row labels are whole: the margin fits the text, longer labels wrap") {
+  const std::string label =
+      "capture-replay deepseek-v2-lite M=64 bf16 graph cycle (eager) with a label much longer "
+      "than any margin could hold on one line";
+  SpreadChart spread;
+  spread.title = "long labels";
+  spread.rows.push_back({label, "12 µs · n=8", "", {1, 2, 3}, "#000"});
+  spread.rows.push_back({"short", "", "", {1, 2}, "#000"});
+  StackedBarChart bars;
+  bars.title = "long labels";
+  bars.bars.push_back({label, "note", {{"a", 1, "#000"}}, -1, ""});
+  for (const std::string& svg : {render_spread_chart(spread), render_stacked_bars(bars)}) {
+    CHECK(svg.find("…") == std::string::npos);
+    static const std::regex span(R"re(<tspan x="([0-9.]+)" y="[0-9.]+">([^<]*)</tspan>)re");
+    std::string joined;
+    std::size_t lines = 0;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), span); it != std::sregex_iterator(); ++it) {
+      CAPTURE((*it)[2].str());
+      CHECK(std::stod((*it)[1]) - text_width((*it)[2]) >= 0);  // right-aligned: starts inside the chart
+      if ((*it)[2] != "short") joined += (joined.empty() ? "" : " ") + (*it)[2].str(), ++lines;
+    }
+    CHECK(joined == label);
+    CHECK(lines >= 2);
+  }
+  CHECK(wrap_text("a b", 1000) == std::vector<std::string>{"a b"});
+  CHECK(wrap_text("abcdefghij", 30).size() > 1);  // a word wider than a line is cut
+}
+
+TEST_CASE("capture-replay page: host time saved by graph replay, a bar a case") {
+  Report r = load_report(report("h200-copy.json"));
+  for (const char* format : {"bf16", "int4"}) {
+    CaseResult c;
+    c.probe = "capture-replay";
+    c.name = "cycle";
+    c.shape = "deepseek-v2-lite";
+    c.m = 1;
+    c.format = format;
+    c.mode = "graph";
+    c.metrics["eager_host_us"] = {52.1, "us"};
+    c.metrics["replay_host_us"] = {std::string(format) == "bf16" ? 6.03 : 21.12, "us"};
+    c.measurements["main"].gpu_time_us = {90, 91, 92};
+    c.measurements["eager"].gpu_time_us = {90, 92, 94};
+    r.cases.push_back(c);
+  }
+  const std::string html = render_html(r);
+  CHECK(html.find("<h2>Host time saved by graph replay</h2>") != std::string::npos);
+  CHECK(html.find(fmt(52.1 - 6.03) + " µs saved") != std::string::npos);
+  CHECK(html.find(fmt(52.1 - 21.12) + " µs saved") != std::string::npos);
+  CHECK(html.find("data-label=\"saved (bf16)\"") != std::string::npos);
+  CHECK(html.find("data-label=\"saved (int4)\"") != std::string::npos);
+  CHECK(html.find("data-kind=\"stacked\" data-expect-series=\"3\"") != std::string::npos);
+  // The spread rows name the replays graph and the eager steps eager.
+  CHECK(html.find(">capture-replay deepseek-v2-lite M=1 bf16 eager<") != std::string::npos);
+  CHECK(html.find(">capture-replay deepseek-v2-lite M=1 bf16 graph<") != std::string::npos);
+  CHECK(html.find("(eager)") == std::string::npos);
+}
+
+TEST_CASE("comparison page: missing cases have their own section saying they fail") {
+  const Report base = load_report(report("h200-base.json"));
+  Report head = base;
+  const std::string gone = head.cases.back().key();
+  head.cases.pop_back();
+  const std::string html = render_html(compare_reports(base, head, {}, "base.json", "head.json"));
+  const auto section = html.find("<section id=\"missing\"");
+  REQUIRE(section != std::string::npos);
+  CHECK(html.find(gone, section) < html.find("</section>", section));
+  CHECK(html.find("They fail the comparison") != std::string::npos);
+  CHECK(html.find("Only in base") == std::string::npos);
+  CHECK(section < html.find("<h2>Metrics</h2>"));
+  CompareOptions allow;
+  allow.allow_missing = true;
+  const std::string allowed = render_html(compare_reports(base, head, allow, "base.json", "head.json"));
+  CHECK(allowed.find("Allowed by <code>--allow-missing</code>") != std::string::npos);
+  CHECK(allowed.find("REGRESSION") == std::string::npos);
 }
