@@ -7,7 +7,10 @@
 // without either is a FAIL of cold_figure_defeats_l2 (the harness measured the cache); asked
 // for hot (--l2 hot), the case is named step-l2-hot, so it is never compared with a cold one,
 // and is INCONCLUSIVE unless its working set alone defeats the L2. Unconverged or throttled
-// sampling is flagged in the reason.
+// sampling is flagged in the reason. With the peer (--peer cublas, and the default suite where the
+// library loads) cuBLAS's grouped GEMM over the same experts and tokens is timed beside each
+// configuration (cublas_peer.hpp).
+#include <optional>
 #include <sstream>
 
 #include "engine/engine.hpp"
