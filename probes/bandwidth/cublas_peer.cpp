@@ -9,6 +9,7 @@
 #include "kernels/moe/generate.hpp"
 #include "kernels/moe/reference.hpp"
 #include "kernels/peer/grouped_expert_gemm.hpp"
+#include "kernels/peer/silu_mul.hpp"
 #include "probes/layer_check.hpp"
 
 namespace moe {
@@ -174,6 +175,9 @@ PeerFigure CublasPeer::measure(ProbeState& state, Engine& engine, int m, double 
     stream.drain();
     f.evidence["groups_per_layer"] = groups;
     f.evidence["rows_per_layer"] = pairs;
+    // Traffic of our SiLU-mul, in the peer's time but not in `bytes` (the engine fuses it).
+    f.evidence["silu_mul_bytes"] =
+        engine.layers() * kernels::peer::silu_mul_bytes(static_cast<std::int64_t>(pairs), d.inter);
 
     // Correct first: the first and the last layer, each alone into a poisoned output.
     double err = 0, ref = 0;
