@@ -179,11 +179,13 @@ PeerFigure CublasPeer::measure(ProbeState& state, Engine& engine, int m, double 
     f.evidence["silu_mul_bytes"] =
         engine.layers() * kernels::peer::silu_mul_bytes(static_cast<std::int64_t>(pairs), d.inter);
 
-    // Correct first: the first and the last layer, each alone into a poisoned output.
+    // Correct first: the first and the last layer, each alone into poisoned buffers (0xFFFF is
+    // a NaN in bf16, so a row left unwritten fails the bound).
     double err = 0, ref = 0;
     int rows_checked = 0;
     for (int l : {0, engine.layers() - 1}) {
-      MOE_CUDA_CHECK(cudaMemsetAsync(y.data(), 0xFF, y.bytes(), stream.handle()));
+      for (const DeviceBuffer* b : {&gate_up, &h, &y})
+        MOE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0xFF, b->bytes(), stream.handle()));
       layers[l].gemm->enqueue(handle, layers[l].table.as<void*>());
       stream.drain();
       compare_layer(layers[l], d, copy_to_host(y.as<__nv_bfloat16>(), pairs * hidden), err, ref, rows_checked);
