@@ -109,6 +109,19 @@ TEST_CASE("--peer cublas without the library exits 3 in one line naming what was
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
+TEST_CASE("env says whether the cuBLAS peer can run here") {
+  const test::CliResult r = moebench("env --format json");
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json peer = nlohmann::json::parse(r.out).at("peer");
+  if (find_cublas().library) {
+    CHECK(peer.at("cublas").get<std::string>().rfind("libcublas.so.", 0) == 0);
+    CHECK(!peer.at("cublas_version").get<std::string>().empty());
+  } else {
+    CHECK(peer.at("cublas").is_null());
+    CHECK(has(peer.at("cublas_reason").get<std::string>(), "looked for libcublas.so.13"));
+  }
+}
+
 TEST_CASE("the terminal table gets cublas us and ratio columns only when a case has the peer") {
   report::Report with;
   with.cases = {bandwidth_case(1, true), bandwidth_case(8, false)};
