@@ -13,6 +13,10 @@
 
 namespace moe {
 
+// The vendor peer probe bandwidth times beside each case (--peer): none, or cuBLAS's grouped
+// GEMM over the same experts and tokens (probes/bandwidth/cublas_peer.hpp).
+enum class Peer { none, cublas };
+
 // Everything a run was asked for, validated before any device is touched. Defaults are the
 // documented CLI defaults (README "moebench run").
 struct RunOptions {
@@ -41,6 +45,11 @@ struct RunOptions {
   // routed experts a layer keeps on the device; 0: no cap).
   double hot_share = 0.01;
   std::size_t device_budget = 0;
+  // --peer. Asked for by name it is required: without the library the run is an environment
+  // error (exit 3). The default suite measures it where the library loads and says why not
+  // elsewhere.
+  Peer peer = Peer::none;
+  bool peer_required = false;
   std::string fixtures_dir;
   bool user_set_shapes = false;
   bool user_set_ms = false;

@@ -72,12 +72,28 @@ std::string metric_or_dash(const CaseResult& c, const char* name) {
   auto it = c.metrics.find(name);
   return it == c.metrics.end() ? "-" : fmt(it->second.value);
 }
+// Why the vendor peer was not measured, from the first case that says so ("" when none does).
+std::string peer_not_measured(const Report& report) {
+  for (const CaseResult& c : report.cases) {
+    const auto p = c.evidence.find("peer");
+    if (p == c.evidence.end() || !p->is_object()) continue;
+    const auto measured = p->find("measured"), why = p->find("why_not");
+    if (measured != p->end() && measured->is_boolean() && !measured->get<bool>())
+      return why != p->end() && why->is_string() ? why->get<std::string>() : "no reason given";
+  }
+  return "";
+}
 }  // namespace
 
 std::string render_table(const Report& report) {
+  // The vendor peer's columns (probe bandwidth --peer) appear when a case has its figure.
+  const bool peer = std::any_of(report.cases.begin(), report.cases.end(), [](const CaseResult& c) {
+    return c.metrics.contains("cublas_gpu_us");
+  });
   std::vector<std::vector<std::string>> rows{{"probe", "case", "shape", "M", "format", "verdict",
                                               "gpu us", "host us", "busy us", "GB/s", "%read",
                                               "n", "noise%"}};
+  if (peer) rows[0].insert(rows[0].begin() + 11, {"cublas us", "ratio"});
   bool summed = false;  // a report from before busy time: the column holds summed durations
   for (const CaseResult& c : report.cases) {
     std::string gpu = "-", host = "-", kern = "-", n = "-", noise = "-";
@@ -104,12 +120,20 @@ std::string render_table(const Report& report) {
                     c.format.value_or("-"), to_string(c.verdict), gpu, host, kern,
                     metric_or_dash(c, "gbps"), metric_or_dash(c, "pct_of_read_ceiling"), n,
                     noise});
+    if (peer)
+      rows.back().insert(rows.back().begin() + 11, {metric_or_dash(c, "cublas_gpu_us"),
+                                                    metric_or_dash(c, "moebench_over_cublas")});
   }
   std::ostringstream out;
   out << format_columns(rows);
   out << "busy us: median time at least one kernel ran (CUPTI), overlapping kernels once"
       << (summed ? "; * the sum of kernel durations (a report from before busy time)" : "")
       << '\n';
+  if (peer)
+    out << "cublas us: median GPU time of cuBLAS's grouped GEMM over the same experts and tokens "
+           "(bf16, also for int4 cases); ratio: gpu us over cublas us (below 1: moebench faster)\n";
+  if (const std::string missing = peer_not_measured(report); !missing.empty())
+    out << "cuBLAS peer not measured: " << escape_terminal(missing, kMaxLineChars) << '\n';
   if (const std::string stages = render_stage_table(stage_rows(report)); !stages.empty())
     out << '\n' << stages;
   for (const CaseResult& c : report.cases) {

@@ -157,6 +157,8 @@ empty shape	run --shape ''
 --hot-share without the probe	run copy --hot-share 0.5
 --device-budget below one expert	run expert-residency --device-budget 1000
 --device-budget -1	run expert-residency --device-budget -1
+--peer nvblas	run bandwidth --peer nvblas
+--peer without the probe	run copy --peer cublas
 --weight-format fp8	run --weight-format fp8
 --mode lazy	run --mode lazy
 --l2 warm	run --l2 warm

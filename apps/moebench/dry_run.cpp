@@ -152,6 +152,10 @@ std::string render_dry_run(const std::vector<const ProbeInfo*>& probes, const Ru
   }
   for (const std::string& p : not_listed)
     out << "probe " << p << ": its cases are decided as it runs; not listed\n";
+  if (o.peer == Peer::cublas)
+    out << "probe bandwidth: cuBLAS peer timed beside each case ("
+        << (o.peer_required ? "required: exit 3 without libcublas" : "where libcublas loads")
+        << ")\n";
   out << "\n" << n << " cases; nothing ran (--dry-run: no GPU was touched). layers: the engine's "
       << "count for an L2 of " << (dry.l2_bytes >> 20) << " MiB (4x the L2 an M = 1 step "
       << "touches, at most 32; the GPU's own L2 and memory decide at run time). MB/step: every "

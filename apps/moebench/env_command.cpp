@@ -3,6 +3,7 @@
 #include "apps/moebench/commands.hpp"
 #include "common/errors.hpp"
 #include "engine/engine_options.hpp"
+#include "kernels/peer/cublas_library.hpp"
 #include "reports/environment.hpp"
 #include "reports/table.hpp"
 
@@ -31,6 +32,11 @@ int show_env(int device, const std::string& format) {
   nlohmann::json j{{"tool", report::tool_info()},
                    {"engine_options", engine.to_json()},
                    {"environment", report::capture_environment(device)}};
+  // Whether probe bandwidth's vendor peer (--peer cublas) can run here.
+  if (const auto cublas = kernels::peer::find_cublas(); cublas.library)
+    j["peer"] = {{"cublas", cublas.library->soname()}, {"cublas_version", cublas.library->version()}};
+  else
+    j["peer"] = {{"cublas", nullptr}, {"cublas_reason", cublas.missing_message()}};
   if (format == "json") {
     std::printf("%s\n", j.dump(2).c_str());
   } else {

@@ -110,6 +110,10 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
     child.in_process = true;
     child.quiet = true;
     child.output = (dir / (name + ".json")).string();
+    // The peer is probe bandwidth's: its child, run by name, keeps the default suite's choice.
+    child.peer = name == "bandwidth" ? request.peer : "";
+    child.peer_optional =
+        name == "bandwidth" && request.peer.empty() && (request.probes.empty() || request.peer_optional);
     const std::string log = (dir / (name + ".log")).string();
     const int code = run_self(run_arguments(child), log);
     std::size_t got = 0;

@@ -8,6 +8,7 @@
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
 #include "engine/device.hpp"
+#include "kernels/peer/cublas_library.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
 #include "reports/table.hpp"
@@ -33,6 +34,11 @@ report::Report execute_run(const RunRequest& request) {
                        {"complete", false}, {"isolation", request.in_process ? "in-process" : "process-per-probe"}};
   report.options = options_json(options);
   const report::ReportWriter writer(request.output);
+  // A peer asked for by name must load: said now, in one line, before anything runs.
+  if (options.peer_required) {
+    if (const auto cublas = kernels::peer::find_cublas(); !cublas.library)
+      throw EnvironmentError("--peer cublas: " + cublas.missing_message());
+  }
 
   // The device is touched only now, after every input was accepted.
   std::string why;
@@ -152,6 +158,14 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
                  "Probe expert-residency: device bytes of routed experts a layer may keep (default: "
                  "no cap; at least one expert, at most the device)")
       ->check(whole_number());
+  run.add_option("--peer", r.peer,
+                 "Probe bandwidth: a vendor peer timed beside each case, none or cublas (cuBLAS's "
+                 "grouped GEMM, bf16, over the same experts and tokens; libcublas.so.13 or .so.12 "
+                 "loaded at run time, exit 3 without it). Default: cublas in the default suite "
+                 "where the library loads, none when probes are named");
+  run.add_flag("--peer-optional", r.peer_optional,
+               "The default suite's peer choice, for its bandwidth child process")
+      ->group("");
   run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
   run.add_flag("--in-process", r.in_process,
                "Run every probe in this process (default: one child process per probe, so a "

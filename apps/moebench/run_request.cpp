@@ -82,6 +82,17 @@ void resolve_telemetry_options(const RunRequest& r, const std::vector<const Prob
   }
 }
 
+// --peer: a valid name, and by name only with probe bandwidth, which is the one that times it.
+void resolve_peer(const RunRequest& r, const std::vector<const ProbeInfo*>& probes, RunOptions& o) {
+  if (!r.peer.empty() && r.peer != "none" && r.peer != "cublas")
+    throw UsageError("--peer '" + r.peer + "' is not valid; valid: none, cublas");
+  if (r.peer == "cublas" && !selected(probes, "bandwidth"))
+    throw UsageError("--peer cublas applies to probe bandwidth, which this run does not include");
+  const bool default_suite = r.probes.empty() || r.peer_optional;
+  o.peer = r.peer == "cublas" || (r.peer.empty() && default_suite) ? Peer::cublas : Peer::none;
+  o.peer_required = r.peer == "cublas";
+}
+
 // Every list option's values once (probes, shapes, M, formats, modes), naming the repeat.
 void refuse_list_duplicates(const RunRequest& r) {
   refuse_duplicates("probe", r.probes);
@@ -225,6 +236,7 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
                      " is out of range: 0 (no cap) or 1..32");
   o.max_layers = r.max_layers;
   resolve_telemetry_options(r, probes, o);
+  resolve_peer(r, probes, o);
   o.measure.block_during_enqueue = !r.no_stream_blocker;
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
   o.engine = EngineOptions::from_environment();
@@ -269,6 +281,8 @@ nlohmann::json options_json(const RunOptions& o) {
           {"hot_share", o.hot_share},
           {"device_budget", o.device_budget},
           {"stream_blocker", o.measure.block_during_enqueue},
+          {"peer", o.peer == Peer::cublas ? "cublas" : "none"},
+          {"peer_required", o.peer_required},
           {"engine", o.engine.to_json()},
           {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
                                   : nlohmann::json(nullptr)}};
@@ -327,6 +341,8 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (r.histogram) a.push_back("--histogram");
   if (r.hot_share) a.insert(a.end(), {"--hot-share", num(*r.hot_share)});
   if (r.device_budget) a.insert(a.end(), {"--device-budget", num(*r.device_budget)});
+  if (!r.peer.empty()) a.insert(a.end(), {"--peer", r.peer});
+  if (r.peer_optional) a.push_back("--peer-optional");
   if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
   if (r.no_stream_blocker) a.push_back("--no-stream-blocker");
   if (r.in_process) a.push_back("--in-process");

@@ -44,6 +44,11 @@ struct RunRequest {
   bool histogram = false;          // routing histograms in the report (probes that have them)
   std::optional<double> hot_share;           // probe expert-residency's policy
   std::optional<std::size_t> device_budget;  // bytes of routed experts a layer keeps on the device
+  // --peer: none or cublas; empty: cublas in the default suite (where the library loads), none
+  // when probes are named. `peer_optional` (hidden --peer-optional) hands the default suite's
+  // choice to its bandwidth child process, which is run by name.
+  std::string peer;
+  bool peer_optional = false;
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
   bool in_process = false;  // all probes in this process (default: a child process per probe)

@@ -7,10 +7,15 @@
 // without either is a FAIL of cold_figure_defeats_l2 (the harness measured the cache); asked
 // for hot (--l2 hot), the case is named step-l2-hot, so it is never compared with a cold one,
 // and is INCONCLUSIVE unless its working set alone defeats the L2. Unconverged or throttled
-// sampling is flagged in the reason.
+// sampling is flagged in the reason. With the peer (--peer cublas, and the default suite where the
+// library loads) cuBLAS's grouped GEMM over the same experts and tokens is timed beside each
+// configuration (cublas_peer.hpp).
+#include <optional>
 #include <sstream>
 
 #include "engine/engine.hpp"
+#include "kernels/moe/generate.hpp"
+#include "probes/bandwidth/cublas_peer.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/evidence.hpp"
 #include "probes/evidence_rules.hpp"
@@ -29,6 +34,7 @@ const std::vector<int> kDefaultMs{1, 2, 4, 8, 16, 64};
 struct StepBytes {
   double dedup = 0;
   double no_dedup = 0;
+  double dedup_bf16 = 0;  // dedup with every expert counted in bf16: the cuBLAS peer's bytes
   std::vector<int> experts_touched;  // per layer
 };
 
@@ -36,12 +42,18 @@ StepBytes count_step_bytes(Engine& engine, int m) {
   StepBytes b;
   const kernels::MoeDims dims = engine.layer(0).config().dims;
   const double activations = 2.0 * m * dims.hidden * sizeof(std::uint16_t);  // x in, out
+  kernels::MoeDims bf16 = dims;
+  bf16.format = kernels::WeightFormat::bf16;
+  const double bf16_expert = static_cast<double>(
+      kernels::expert_weight_bytes(bf16, kernels::TensorKind::gate_up) +
+      kernels::expert_weight_bytes(bf16, kernels::TensorKind::down));
   for (int l = 0; l < engine.layers(); ++l) {
     const MoeWeights& w = engine.layer(l).weights();
     const auto ids = read_topk_ids(engine.layer(l), m, engine.stream());
     const auto touched = touched_experts(dims, ids);
     const double fixed = static_cast<double>(w.router_bytes()) + activations;
     b.dedup += fixed + static_cast<double>(touched.size() * w.expert_bytes());
+    b.dedup_bf16 += fixed + static_cast<double>(touched.size()) * bf16_expert;
     b.no_dedup += fixed + static_cast<double>(m) * (dims.top_k + dims.shared) *
                               static_cast<double>(w.expert_bytes());
     b.experts_touched.push_back(static_cast<int>(touched.size()));
@@ -56,6 +68,15 @@ report::Metric metric(double v, const char* unit) { return {v, unit}; }
 void run_bandwidth_probe(ProbeState& state) {
   // The ceiling every figure is divided by, measured in this run.
   const ReadCeiling ceiling = checked_read_ceiling(state);
+  // The vendor peer, when asked for: by name it must load (the CLI checked before any device
+  // work); in the default suite a missing library is said in each case's evidence.
+  std::optional<CublasPeer> peer;
+  if (state.options().peer == Peer::cublas) {
+    kernels::peer::CublasAvailability cublas = kernels::peer::find_cublas();
+    if (!cublas.library && state.options().peer_required)
+      throw EnvironmentError("--peer cublas: " + cublas.missing_message());
+    peer.emplace(std::move(cublas));
+  }
 
   for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
     for (kernels::WeightFormat format : formats_or_default(state)) {
@@ -76,6 +97,14 @@ void run_bandwidth_probe(ProbeState& state) {
         const StepBytes bytes = count_step_bytes(engine, m);
         const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
         const auto eager_out = copy_to_host(engine.output(0), elements);
+        const bool all_correct = std::all_of(checks.begin(), checks.end(),
+                                             [](const report::Check& k) { return k.passed; });
+        // Measured once a configuration, eagerly, and reported beside each mode's figure.
+        std::optional<PeerFigure> peer_figure;
+        if (peer && all_correct)
+          peer_figure = peer->measure(state, engine, m, bytes.dedup_bf16,
+                                      "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
+                                          std::string(kernels::to_string(format)) + "/cublas");
 
         const bool asked_cold = state.sampler().options().l2 == measure::L2Mode::cold;
         const double over_l2 =
@@ -99,8 +128,6 @@ void run_bandwidth_probe(ProbeState& state) {
                                              "; " + std::to_string(plan.layers) +
                                              " layers of distinct weights per step"},
                         {"read_ceiling_bytes", ceiling.bytes}};
-          const bool all_correct = std::all_of(checks.begin(), checks.end(),
-                                               [](const report::Check& k) { return k.passed; });
           c.prove("outputs_checked", all_correct, "an output did not match; not timed");
           if (!all_correct) {
             c.conclude("");  // a failed check: FAIL, "not timed" in the evidence
@@ -132,6 +159,8 @@ void run_bandwidth_probe(ProbeState& state) {
           c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
           c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
           c.metrics["host_us"] = metric(meas.host_time().median, "us");
+          if (peer_figure)
+            peer_figure->add_to(c, meas.gpu_time().median, plan.layers, state.options().peer_required);
           c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
                               "dedup bytes over median GPU time is " + std::to_string(pct) +
                                   "% of the read ceiling (above 100% means the byte count is "

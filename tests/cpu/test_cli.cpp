@@ -83,6 +83,8 @@ TEST_CASE("bad values are refused with exit 2 before any device is touched") {
       {"run copy --barrier-reps 100001", "--barrier-reps 100001 is out of range"},
       {"run copy --barrier-reps abc", "--barrier-reps 'abc' is not valid"},
       {"run copy --format yaml", "valid: table, json"},
+      {"run bandwidth --peer nvblas", "--peer 'nvblas' is not valid; valid: none, cublas"},
+      {"run copy --peer cublas", "--peer cublas applies to probe bandwidth, which this run does not include"},
       {"run copy --mutation nosuch", "valid: static-resident-cache"},
       {"run copy --device -1", "--device -1"},
       {"run copy --fixtures /nonexistent", "--fixtures '/nonexistent' has no shapes/ folder"},
