@@ -26,12 +26,7 @@
 
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/int4_mma_fragments.hpp"
-
-#if defined(__CUDACC__)
-#define MOE_HD __host__ __device__ __forceinline__
-#else
-#define MOE_HD inline
-#endif
+#include "kernels/moe/host_device.hpp"
 
 namespace moe::kernels::expert_mma {
 
@@ -92,5 +87,3 @@ MOE_HD BFragment int4_b(const std::uint32_t (&x)[4], int s) {
 }
 
 }  // namespace moe::kernels::expert_mma
-
-#undef MOE_HD

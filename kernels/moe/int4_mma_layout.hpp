@@ -35,12 +35,7 @@
 #include <vector>
 
 #include "kernels/moe/int4_format.hpp"
-
-#if defined(__CUDACC__)
-#define MOE_HD __host__ __device__ __forceinline__
-#else
-#define MOE_HD inline
-#endif
+#include "kernels/moe/host_device.hpp"
 
 namespace moe::kernels::int4_mma_layout {
 
@@ -143,5 +138,3 @@ inline void relay_from_mma(const std::uint32_t* packed, const std::uint16_t* sca
 }
 
 }  // namespace moe::kernels::int4_mma_layout
-
-#undef MOE_HD
