@@ -761,6 +761,14 @@ ForwardOptions mma_options(bool pdl) {
   return o;
 }
 
+// A usable device that runs the mma family (sm_80+: bf16 mma.sync); says so where it is not.
+bool mma_supported() {
+  moe::test::test_device();
+  if (current_device_sm() >= 80) return true;
+  MESSAGE("mma expert GEMM needs sm_80; skipped on sm_" << current_device_sm());
+  return false;
+}
+
 // Every M from 1 to 64 (passes of 8, 16 and 32 tokens, several passes beyond 32 at the shared
 // experts), or MOE_TEST_M's list, and 256.
 std::vector<int> mma_test_ms() {
@@ -771,11 +779,7 @@ std::vector<int> mma_test_ms() {
 }
 
 TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both routings") {
-  moe::test::test_device();
-  if (current_device_sm() < 80) {
-    MESSAGE("mma expert GEMM needs sm_80; skipped on sm_" << current_device_sm());
-    return;
-  }
+  if (!mma_supported()) return;
   StreamHolder st;
   int cases = 0;
   double worst = 0;
@@ -798,11 +802,7 @@ TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both rou
 }
 
 TEST_CASE("mma expert GEMM on the model shapes: every M 1..64, both formats") {
-  moe::test::test_device();
-  if (current_device_sm() < 80) {
-    MESSAGE("mma expert GEMM needs sm_80; skipped on sm_" << current_device_sm());
-    return;
-  }
+  if (!mma_supported()) return;
   StreamHolder st;
   const auto t0 = std::chrono::steady_clock::now();
   for (const Shape& sh : model_shapes())
