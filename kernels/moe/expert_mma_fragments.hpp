@@ -44,6 +44,11 @@ MOE_HD int bf16_block_k(int c, int s, int r, int e) { return 8 * c + 4 * s + 2 *
 // int4: global k within the 128-k group of logical element (r, e) of step s for quad c.
 MOE_HD int int4_group_k(int c, int s, int r, int e) { return 32 * c + int4_mma::k_of(s, 2 * r + e); }
 
+// The first k of what lane quad c loads (8 elements of a row or of a token): bf16, in 32-k
+// block `block`; int4 activations, word w (0..3) of its 32 k in 128-k group g.
+MOE_HD int bf16_lane_k(int block, int c) { return 32 * block + 8 * c; }
+MOE_HD int int4_lane_x_k(int g, int c, int w) { return 128 * g + 32 * c + 8 * w; }
+
 struct AFragment {
   std::uint32_t r[4];
 };

@@ -88,8 +88,9 @@ struct ExpertMmaWarp : DecodeWalk {
       for (int b = 0; b < kBlocks; ++b) {
         const int block = seg * kBlocks + b;
         if (block * 32 >= k_len) break;  // the K tail: the same for the whole warp
-        s.w[2 * b] = __ldcs(e.weights + r0 * vecs_per_row + 4 * block + q);
-        s.w[2 * b + 1] = __ldcs(e.weights + r1 * vecs_per_row + 4 * block + q);
+        const int v = expert_mma::bf16_lane_k(block, q) / 8;
+        s.w[2 * b] = __ldcs(e.weights + r0 * vecs_per_row + v);
+        s.w[2 * b + 1] = __ldcs(e.weights + r1 * vecs_per_row + v);
       }
     }
   }
@@ -134,7 +135,7 @@ struct ExpertMmaWarp : DecodeWalk {
           for (int w = 0; w < 2; ++w) {
             std::uint32_t x[4];
             if (q < quads)
-              load_x(x, e, t0, tn, ch, kInt4Group * seg + 32 * q + 8 * (2 * half + w));
+              load_x(x, e, t0, tn, ch, expert_mma::int4_lane_x_k(seg, q, 2 * half + w));
             else
               x[0] = x[1] = x[2] = x[3] = 0u;
             mma_16816(d[ch], a[2 * w], expert_mma::int4_b(x, 4 * half + 2 * w));
@@ -163,7 +164,7 @@ struct ExpertMmaWarp : DecodeWalk {
         for (int ch = 0; ch < kChunks; ++ch) {
           if (ch * 8 >= tn) break;
           std::uint32_t x[4];
-          load_x(x, e, t0, tn, ch, 32 * block + 8 * q);
+          load_x(x, e, t0, tn, ch, expert_mma::bf16_lane_k(block, q));
           mma_16816(acc[ch], expert_mma::bf16_a(rn, rn8, 0), expert_mma::bf16_b(x, 0));
           mma_16816(acc[ch], expert_mma::bf16_a(rn, rn8, 1), expert_mma::bf16_b(x, 1));
         }

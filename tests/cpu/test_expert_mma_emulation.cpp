@@ -115,7 +115,7 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
       mma::BFragment b[32];
       std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
       for (int lane = 0; lane < 32; ++lane) {
-        const int n = lane / 4, c = lane % 4, kk = 32 * block + 8 * c;
+        const int n = lane / 4, c = lane % 4, kk = mma::bf16_lane_k(block, c);
         const int r0 = layout::tile_source_row(tile, n, p.paired), r1 = layout::tile_source_row(tile, n + 8, p.paired);
         put(rn[lane], reinterpret_cast<const std::uint32_t*>(p.w_bf16.data() + static_cast<std::size_t>(r0) * p.k + kk));
         put(rn8[lane], reinterpret_cast<const std::uint32_t*>(p.w_bf16.data() + static_cast<std::size_t>(r1) * p.k + kk));
@@ -147,7 +147,7 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
       for (int lane = 0; lane < 32; ++lane) {
         const int c = lane % 4;
         std::uint32_t xw[4];
-        put(xw, c < quads ? x_words(lane, kInt4Group * g + 32 * c + 8 * (s / 2)) : nullptr);
+        put(xw, c < quads ? x_words(lane, mma::int4_lane_x_k(g, c, s / 2)) : nullptr);
         a[lane] = mma::int4_a(vn[lane], vn8[lane], s);
         b[lane] = mma::int4_b(xw, s);
       }
