@@ -9,6 +9,7 @@ namespace moe {
 namespace {
 
 using kernels::ForwardOptions;
+using kernels::GemmFamily;
 using kernels::Int4Decode;
 using kernels::TopKSelect;
 
@@ -57,6 +58,17 @@ const Field kFields[] = {
                         : v == "rounds" ? TopKSelect::rounds
                                         : TopKSelect::automatic;
      }},
+    {[](const ForwardOptions& o) -> std::string {
+       switch (o.gemm) {
+         case GemmFamily::legacy: return "legacy";
+         case GemmFamily::mma: return "mma";
+         case GemmFamily::automatic: break;
+       }
+       return "auto";
+     },
+     [](ForwardOptions& o, std::string_view v) {
+       o.gemm = v == "legacy" ? GemmFamily::legacy : v == "mma" ? GemmFamily::mma : GemmFamily::automatic;
+     }},
 };
 
 const std::vector<EngineSwitch>& switch_table() {
@@ -73,6 +85,8 @@ const std::vector<EngineSwitch>& switch_table() {
        "int4 decode kernels: SIMT at M=1 and tensor cores at M=2..8 (auto), or one kind"},
       {"route-select", "MOE_ROUTE_SELECT", "auto", {"auto", "ranks", "rounds"},
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
+      {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
+       "expert GEMM family: decode kernels and tensor-core tiles by M (auto, legacy), or mma at every M"},
   };
   return table;
 }

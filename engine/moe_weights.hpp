@@ -20,8 +20,11 @@ class Stream;
 // in the ResidentSlot this object owns, so they cannot outlive these buffers (docs/bugs.md, bug 1).
 class MoeWeights {
  public:
+  // int4_layout: where int4 codes sit, as the forward's kernels read them
+  // (kernels::int4_layout of the layer's options).
   MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing routing,
-             DeviceAllocator& allocator, Stream& stream);
+             DeviceAllocator& allocator, Stream& stream,
+             kernels::Int4Layout int4_layout = kernels::Int4Layout::rows);
   MoeWeights(const MoeWeights&) = delete;
   MoeWeights& operator=(const MoeWeights&) = delete;
 

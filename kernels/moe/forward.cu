@@ -140,7 +140,10 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
   const ScratchLayout layout = scratch_layout(args.dims, args.m);
   const ForwardPath path = resolve_forward_path(args);
   enqueue_route(args, layout, stream);
-  if (path == ForwardPath::decode) {
+  if (runs_mma_gemm(args.options)) {  // every M (ForwardOptions::gemm)
+    enqueue_gate_up_mma(args, layout, stream);
+    enqueue_down_mma(args, layout, stream);
+  } else if (path == ForwardPath::decode) {
     enqueue_gate_up_decode(args, layout, stream);
     enqueue_down_decode(args, layout, stream);
   } else {

@@ -6,6 +6,8 @@
 // Every default is the fastest choice measured on an H200; each alternative is kept for A/B
 // timing and produces the same bits.
 
+#include "kernels/moe/moe_types.hpp"
+
 namespace moe::kernels {
 
 // The int4 decode kernels: SIMT (codes to fp32, FMA: instruction bound) or on tensor cores
@@ -20,6 +22,13 @@ enum class Int4Decode : int { automatic, simt, tensor_cores };
 // butterfly). automatic: ranks while a thread has one logit to place (decode sizes), rounds
 // beyond.
 enum class TopKSelect : int { automatic, ranks, rounds };
+
+// Which expert GEMM family runs gate_up and down. automatic and legacy: the decode kernels and
+// the tensor-core tiles, by M (forward.hpp); mma: the mma family at every M (expert_gemm_mma.cu:
+// weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand), whose int4
+// weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
+// follow this choice. automatic stays on legacy until the mma family has been measured.
+enum class GemmFamily : int { automatic, legacy, mma };
 
 struct ForwardOptions {
   // Programmatic dependent launch between the forward's kernels (sm_90+): each kernel is
@@ -40,8 +49,15 @@ struct ForwardOptions {
   bool hold_router_rows = true;
   Int4Decode int4_decode = Int4Decode::automatic;
   TopKSelect top_k_select = TopKSelect::automatic;
+  GemmFamily gemm = GemmFamily::automatic;
 
   bool operator==(const ForwardOptions&) const = default;
 };
+
+// Whether the forward runs the mma expert GEMM family, and so the int4 layout its weights need.
+constexpr bool runs_mma_gemm(const ForwardOptions& o) { return o.gemm == GemmFamily::mma; }
+constexpr Int4Layout int4_layout(const ForwardOptions& o) {
+  return runs_mma_gemm(o) ? Int4Layout::mma_fragments : Int4Layout::rows;
+}
 
 }  // namespace moe::kernels

@@ -19,6 +19,10 @@ void enqueue_gate_up_decode(const MoeForwardArgs& args, const ScratchLayout& lay
                             cudaStream_t stream);
 void enqueue_down_decode(const MoeForwardArgs& args, const ScratchLayout& layout,
                          cudaStream_t stream);
+// The mma family (ForwardOptions::gemm): any M, both formats; int4 weights in the mma fragment
+// layout (int4_mma_layout.hpp). Needs sm_80.
+void enqueue_gate_up_mma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+void enqueue_down_mma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                                  cudaStream_t stream);
 void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,

@@ -5,6 +5,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
 
 namespace moe::kernels {
 
@@ -57,6 +58,29 @@ __global__ void generate_scales_kernel(std::uint16_t* scales, std::size_t rows, 
     scales[i] = generated_scale(key, i / groups, k_len, static_cast<int>(i % groups), base);
 }
 
+// The mma fragment layout (int4_mma_layout.hpp): the same codes and scales, each word and
+// scale placed by the layout's inverse maps. paired: gate_up's first up row (I), 0 for down.
+__global__ void generate_int4_mma_kernel(std::uint32_t* packed, std::size_t words, int k_len, int paired,
+                                         std::uint64_t key) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < words; i += stride) {
+    const int4_mma_layout::WordSource src = int4_mma_layout::word_source(k_len, i, paired);
+    std::uint32_t w = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w |= int4_nibble(generated_q4(key, src.row, k_len, src.k0 + j)) << (4 * j);
+    packed[i] = w;
+  }
+}
+
+__global__ void generate_scales_mma_kernel(std::uint16_t* scales, std::size_t n, int k_len, int paired,
+                                           std::uint64_t key, float base) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int4_mma_layout::ScaleSource src = int4_mma_layout::scale_source(k_len, i, paired);
+    scales[i] = generated_scale(key, src.row, k_len, src.group, base);
+  }
+}
+
 void launch_bf16(void* dst, std::size_t elems, std::uint64_t key, float scale,
                  cudaStream_t stream) {
   if (elems % 8 != 0 || reinterpret_cast<std::uintptr_t>(dst) % 16 != 0)
@@ -93,7 +117,7 @@ std::size_t router_bytes(const MoeDims& d) {
 std::size_t input_bytes(const MoeDims& d, int m) { return static_cast<std::size_t>(m) * d.hidden * 2; }
 
 void generate_expert_tensor(const MoeDims& d, TensorKind kind, std::uint64_t seed, int expert,
-                            void* weights, void* scales, cudaStream_t stream) {
+                            void* weights, void* scales, cudaStream_t stream, Int4Layout layout) {
   const TensorShape s = expert_tensor_shape(d, kind);
   if (expert < 0 || expert >= d.total_experts())
     throw Error(ExitCode::probe_error, "generate_expert_tensor: expert " + std::to_string(expert) +
@@ -111,10 +135,24 @@ void generate_expert_tensor(const MoeDims& d, TensorKind kind, std::uint64_t see
   if (scales == nullptr)
     throw Error(ExitCode::probe_error, "generate_expert_tensor: int4 tensors need a scale buffer");
   const std::size_t words = s.rows * (s.k / 8);
+  const std::uint64_t skey = stream_key(seed, scale_kind_of(kind), static_cast<std::uint32_t>(expert));
+  if (layout == Int4Layout::mma_fragments) {
+    if (s.rows % int4_mma_layout::kTileRows != 0)
+      throw Error(ExitCode::probe_error, "generate_expert_tensor: the int4 mma layout needs rows (" +
+                                             std::to_string(s.rows) + ") a multiple of 16");
+    const int paired = kind == TensorKind::gate_up ? d.inter : 0;
+    generate_int4_mma_kernel<<<gen_blocks(words), kGenThreads, 0, stream>>>(static_cast<std::uint32_t*>(weights),
+                                                                            words, s.k, paired, key);
+    MOE_CHECK_LAUNCH("generate_int4_mma_kernel");
+    const std::size_t n = s.rows * int4_groups(s.k);
+    generate_scales_mma_kernel<<<gen_blocks(n), kGenThreads, 0, stream>>>(static_cast<std::uint16_t*>(scales), n,
+                                                                          s.k, paired, skey, int4_scale_base(s.k));
+    MOE_CHECK_LAUNCH("generate_scales_mma_kernel");
+    return;
+  }
   generate_int4_kernel<<<gen_blocks(words), kGenThreads, 0, stream>>>(
       static_cast<std::uint32_t*>(weights), words, s.k, key);
   MOE_CHECK_LAUNCH("generate_int4_kernel");
-  const std::uint64_t skey = stream_key(seed, scale_kind_of(kind), static_cast<std::uint32_t>(expert));
   generate_scales_kernel<<<gen_blocks(s.rows * int4_groups(s.k)), kGenThreads, 0, stream>>>(
       static_cast<std::uint16_t*>(scales), s.rows, s.k, skey, int4_scale_base(s.k));
   MOE_CHECK_LAUNCH("generate_scales_kernel");

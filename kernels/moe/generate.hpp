@@ -26,9 +26,11 @@ std::size_t router_bytes(const MoeDims& dims);  // bf16 [E, H]
 std::size_t input_bytes(const MoeDims& dims, int m);  // bf16 [m, H]
 
 // Fills one expert's gate_up or down tensor (kind) in dims.format. For int4, `scales` receives
-// bf16 [rows, ceil(K/128)]; for bf16 it must be null. Values depend on (seed, kind, expert).
+// bf16 [rows, ceil(K/128)]; for bf16 it must be null. Values depend on (seed, kind, expert),
+// not on `layout`, which says where int4 codes and scales sit (Int4Layout; bf16 ignores it).
 void generate_expert_tensor(const MoeDims& dims, TensorKind kind, std::uint64_t seed, int expert,
-                            void* weights, void* scales, cudaStream_t stream);
+                            void* weights, void* scales, cudaStream_t stream,
+                            Int4Layout layout = Int4Layout::rows);
 // Router bf16 [E, H], uniform [-1,1)/sqrt(H).
 void generate_router(const MoeDims& dims, std::uint64_t seed, __nv_bfloat16* router,
                      cudaStream_t stream);

@@ -21,11 +21,7 @@
 // (activation_pair). Every lane maps the same way, so A and B agree element by element.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define MOE_HD __host__ __device__ __forceinline__
-#else
-#define MOE_HD inline
-#endif
+#include "kernels/moe/host_device.hpp"
 
 namespace moe::kernels::int4_mma {
 
@@ -52,5 +48,3 @@ constexpr int k_of(int step, int e) { return 8 * (step / 2) + 2 * (step % 2) + (
 constexpr int pair_of(int step, int r) { return 2 * (step % 2) + r; }
 
 }  // namespace moe::kernels::int4_mma
-
-#undef MOE_HD

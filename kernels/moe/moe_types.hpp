@@ -9,6 +9,9 @@
 namespace moe::kernels {
 
 enum class WeightFormat { bf16, int4 };
+// Where an int4 tensor's codes and scales sit: rows (int4_format.hpp, what every kernel but
+// the mma family reads) or the mma fragment layout (int4_mma_layout.hpp, the mma family's).
+enum class Int4Layout { rows, mma_fragments };
 enum class Scoring { softmax, sigmoid };
 // Which expert-GEMM kernels the forward uses. automatic picks by M (see forward.hpp).
 enum class ForwardPath { automatic, decode, tensor_core };

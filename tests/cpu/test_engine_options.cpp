@@ -45,7 +45,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 6);
+  CHECK(moe::engine_switches().size() == 7);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -80,6 +80,11 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.forward().int4_decode == moe::kernels::Int4Decode::simt);
   o.assign("route-select=rounds", "--switch");
   CHECK(o.forward().top_k_select == moe::kernels::TopKSelect::rounds);
+  o.assign("gemm=mma", "--switch");
+  CHECK(o.forward().gemm == moe::kernels::GemmFamily::mma);
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);
+  o.assign("gemm=legacy", "--switch");
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
   o.assign("route-cluster=0", "--switch");  // 0 and 1 as the environment variables take them
   CHECK_FALSE(o.forward().cluster_route);
   CHECK(o.value("route-cluster") == "off");
@@ -115,6 +120,17 @@ TEST_CASE("the environment variables set the switches, and an invalid one is an 
     const EngineOptions o = EngineOptions::from_environment();
     CHECK(o.is_default("pdl"));
     CHECK(o.to_json().at("pdl").at("source") == "MOE_PDL");
+  }
+  {
+    const ScopedEnv gemm("MOE_GEMM", "mma");
+    const EngineOptions o = EngineOptions::from_environment();
+    CHECK(o.forward().gemm == moe::kernels::GemmFamily::mma);
+    CHECK(o.to_json().at("gemm") == nlohmann::json{{"value", "mma"}, {"default", false}, {"source", "MOE_GEMM"}});
+  }
+  {
+    const ScopedEnv gemm("MOE_GEMM", "fast");
+    CHECK_THROWS_WITH_AS(EngineOptions::from_environment(), doctest::Contains("valid: auto, legacy, mma"),
+                         moe::UsageError);
   }
   const ScopedEnv bad("MOE_INT4_DECODE", "foo");
   CHECK_THROWS_AS(EngineOptions::from_environment(), moe::UsageError);
@@ -155,6 +171,9 @@ TEST_CASE("an invalid switch value in the environment or on the command line is 
   CHECK(env.exit_code == 2);
   CHECK(env.err.find("MOE_INT4_DECODE: 'foo'") != std::string::npos);
   CHECK(env.err.find("valid: auto, simt, tensor_cores") != std::string::npos);
+  const auto gemm = moe::test::run_shell("MOE_GEMM=fast " + bin + " run bandwidth -o /tmp/moebench-switch.json");
+  CHECK(gemm.exit_code == 2);
+  CHECK(gemm.err.find("valid: auto, legacy, mma") != std::string::npos);
   const auto cli = moe::test::moebench("run", "bandwidth", "--switch", "pdl=maybe");
   CHECK(cli.exit_code == 2);
   CHECK(cli.err.find("valid: on, off") != std::string::npos);

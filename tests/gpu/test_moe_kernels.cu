@@ -58,6 +58,7 @@
 #include "kernels/moe/generate.hpp"
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
 #include "kernels/moe/reference.hpp"
 #include "support/gpu_test.hpp"
 
@@ -105,7 +106,9 @@ struct TestLayer {
   DeviceBuffer tables;
   ExpertTable table;
 
-  TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream) : dims(d), seed(s) {
+  // int4_layout: where int4 codes sit, as the forward's options read them (int4_layout()).
+  TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, Int4Layout int4_layout = Int4Layout::rows)
+      : dims(d), seed(s) {
     const int et = d.total_experts();
     std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
     for (int e = 0; e < et; ++e) {
@@ -118,7 +121,7 @@ struct TestLayer {
           buffers.push_back(device_buffer(expert_scale_bytes(d, kind)));
           sc = buffers.back().data();
         }
-        generate_expert_tensor(d, kind, seed, e, w, sc, stream);
+        generate_expert_tensor(d, kind, seed, e, w, sc, stream, int4_layout);
         ptrs[(which * 2) * et + e] = w;
         ptrs[(which * 2 + 1) * et + e] = sc;
       }
@@ -306,7 +309,9 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
   std::vector<float> bias;
   if (routing == Routing::skewed) bias = skew_bias(d, xseed);
   Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream, options);
-  const ForwardPath resolved = resolve_forward_path(f.args);
+  // The mma family's arithmetic is the decode kernels' (codes times scales exactly, fp32
+  // accumulation), so it gets their bounds at every M.
+  const ForwardPath resolved = runs_mma_gemm(options) ? ForwardPath::decode : resolve_forward_path(f.args);
   const Tolerances tol = tolerances(d.format, resolved);
   f.run(stream);
   const ScratchLayout& lay = f.layout;
@@ -748,6 +753,119 @@ TEST_CASE("forward on the model shapes") {
     }
 }
 
+// The mma expert GEMM family (ForwardOptions::gemm = mma, every M): the whole layer and every
+// stage against the reference, with the bounds above, int4 weights in its fragment layout.
+ForwardOptions mma_options(bool pdl) {
+  ForwardOptions o = with_pdl(pdl);
+  o.gemm = GemmFamily::mma;
+  return o;
+}
+
+// A usable device that runs the mma family (sm_80+: bf16 mma.sync); says so where it is not.
+bool mma_supported() {
+  moe::test::test_device();
+  if (current_device_sm() >= 80) return true;
+  MESSAGE("mma expert GEMM needs sm_80; skipped on sm_" << current_device_sm());
+  return false;
+}
+
+// Every M from 1 to 64 (passes of 8, 16 and 32 tokens, several passes beyond 32 at the shared
+// experts), or MOE_TEST_M's list, and 256.
+std::vector<int> mma_test_ms() {
+  std::vector<int> all;
+  for (int m = 1; m <= 64; ++m) all.push_back(m);
+  all.push_back(256);
+  return ms_from_env("MOE_TEST_M", all);
+}
+
+TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both routings") {
+  if (!mma_supported()) return;
+  StreamHolder st;
+  int cases = 0;
+  double worst = 0;
+  for (const Shape& sh : tiny_shapes())
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      const TestLayer layer(d, case_seed(), st.s, int4_layout(mma_options(false)));
+      for (int m : mma_test_ms())
+        for (Routing r : {Routing::uniform, Routing::skewed})
+          for (bool pdl : {false, true}) {
+            if (pdl && m % 8 != 1 && m != 64) continue;  // PDL at a few M
+            INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=mma pdl=" << pdl);
+            const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, 1 << 20, st.s, true, mma_options(pdl));
+            ++cases;
+            worst = std::max(worst, s.layer_rel);
+          }
+    }
+  MESSAGE("mma tiny shapes: " << cases << " cases, worst layer rel L2 " << worst);
+}
+
+TEST_CASE("mma expert GEMM on the model shapes: every M 1..64, both formats") {
+  if (!mma_supported()) return;
+  StreamHolder st;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Shape& sh : model_shapes())
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      const TestLayer layer(d, case_seed(), st.s, int4_layout(mma_options(false)));
+      const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
+      int sampled = 0;
+      double worst = 0;
+      for (int m : mma_test_ms()) {
+        // Uniform routing at every M; skewed (every token on the same experts: the longest
+        // passes) and PDL at a few.
+        const bool few = m == 1 || m == 8 || m == 33 || m == 64 || m == 256;
+        for (Routing r : {Routing::uniform, Routing::skewed}) {
+          if (r == Routing::skewed && !few) continue;
+          const int cap = r == Routing::skewed ? 4 : std::max(2, static_cast<int>(3e8 / per_token));
+          INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=mma");
+          const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, few && m <= 64, mma_options(false));
+          sampled += s.sampled;
+          worst = std::max(worst, s.layer_rel);
+        }
+        if (few) {
+          INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=mma with PDL");
+          check_forward(layer, m, Routing::uniform, ForwardPath::automatic, 2, st.s, true, mma_options(true));
+        }
+      }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " gemm=mma: " << sampled
+                                   << " sampled tokens checked, worst layer rel L2 " << worst << " (" << secs << " s so far)");
+    }
+}
+
+TEST_CASE("int4 generation in the mma layout matches the row layout re-laid on the host") {
+  moe::test::test_device();
+  StreamHolder st;
+  for (int h : {2880, 2048, 96}) {
+    MoeDims d = make_dims(h, 160, 4, 2, 1);
+    d.format = WeightFormat::int4;
+    const std::uint64_t seed = case_seed();
+    CAPTURE(h);
+    for (TensorKind kind : {TensorKind::gate_up, TensorKind::down}) {
+      const TensorShape sh = expert_tensor_shape(d, kind);
+      DeviceBuffer rows_w = device_buffer(expert_weight_bytes(d, kind)), rows_s = device_buffer(expert_scale_bytes(d, kind));
+      DeviceBuffer mma_w = device_buffer(expert_weight_bytes(d, kind)), mma_s = device_buffer(expert_scale_bytes(d, kind));
+      MOE_CUDA_CHECK(cudaMemset(mma_w.data(), 0xFF, mma_w.bytes()));
+      MOE_CUDA_CHECK(cudaMemset(mma_s.data(), 0xFF, mma_s.bytes()));
+      generate_expert_tensor(d, kind, seed, 3, rows_w.data(), rows_s.data(), st.s, Int4Layout::rows);
+      generate_expert_tensor(d, kind, seed, 3, mma_w.data(), mma_s.data(), st.s, Int4Layout::mma_fragments);
+      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+      const std::size_t words = sh.rows * sh.k / 8, scales = sh.rows * int4_groups(sh.k);
+      const auto rw = download<std::uint32_t>(rows_w.data(), words), mw = download<std::uint32_t>(mma_w.data(), words);
+      const auto rs = download<std::uint16_t>(rows_s.data(), scales), ms = download<std::uint16_t>(mma_s.data(), scales);
+      std::vector<std::uint32_t> want_w(words);
+      std::vector<std::uint16_t> want_s(scales);
+      int4_mma_layout::relay_to_mma(rw.data(), rs.data(), sh.rows, sh.k, kind == TensorKind::gate_up ? d.inter : 0,
+                                    want_w.data(), want_s.data());
+      CHECK(mw == want_w);
+      CHECK(ms == want_s);
+    }
+  }
+}
+
 TEST_CASE("graph capture and replay give the eager bits, also after inputs change") {
   moe::test::test_device();
   StreamHolder st;
@@ -755,6 +873,7 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     const char* name;
     MoeDims d;
     int m;
+    GemmFamily gemm = GemmFamily::automatic;
   };
   std::vector<G> gs;
   // The tensor-core case at the largest M of the test list, at most 256 (MOE_TEST_M narrows it
@@ -766,13 +885,17 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     gs.push_back({"tiny", tiny, 5});
     gs.push_back({"deepseek-v2-lite", lite, 1});
     if (large_m > decode_max_tokens(fmt, Int4Decode::automatic)) gs.push_back({"deepseek-v2-lite", lite, large_m});
+    for (int m : {1, 8, large_m}) gs.push_back({"deepseek-v2-lite", lite, m, GemmFamily::mma});
   }
   for (int pdl = 0; pdl < 2; ++pdl)
   for (const G& g : gs) {
-    INFO(g.name << " " << std::string(to_string(g.d.format)) << " m=" << g.m << " pdl=" << pdl);
-    const TestLayer layer(g.d, case_seed(), st.s);
+    INFO(g.name << " " << std::string(to_string(g.d.format)) << " m=" << g.m << " pdl=" << pdl << " gemm="
+                << static_cast<int>(g.gemm));
+    ForwardOptions options = with_pdl(pdl == 1);
+    options.gemm = g.gemm;
+    const TestLayer layer(g.d, case_seed(), st.s, int4_layout(options));
     const std::uint64_t xs1 = case_seed(), xs2 = case_seed();
-    Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s, with_pdl(pdl == 1));
+    Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s, options);
     f.run(st.s);
     const auto eager1 = f.out_bits();
     cudaGraph_t graph = nullptr;

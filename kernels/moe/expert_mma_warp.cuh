@@ -1,0 +1,199 @@
+#pragma once
+// The warp of the mma expert GEMM (expert_gemm_mma.cu): mma.sync m16n8k16 (bf16 in, fp32
+// accumulate) with 16 weight rows as A and a chunk of 8 tokens as B, so a chunk wastes no
+// lane; kChunks chunks' accumulators a warp, so a unit's weights stream once for up to
+// 8 kChunks tokens (a pass). Weights go from memory to registers (16-byte loads, evict-first)
+// and straight into A fragments, nothing through shared memory; the ring of decode_walk.cuh
+// keeps kPiecesInFlight pieces' loads in flight a lane.
+//
+// Unit: one tile of 16 weight rows (int4_mma_layout.hpp's tile_source_row): gate_up, gate rows
+// 8j .. 8j + 7 and their up rows (h columns 8j .. 8j + 7), down, output rows 16j .. 16j + 15.
+// Piece: a unit over one K segment (bf16: 64 k, int4: one 128-k scale group) for one pass.
+// Lane 4n + c holds the accumulators of rows n and n + 8 for tokens 2c and 2c + 1 of each
+// chunk, so gate_up's SwiGLU pairs a gate and its up in one lane.
+#include <cuda_bf16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/moe/decode_walk.cuh"
+#include "kernels/moe/device_math.cuh"
+#include "kernels/moe/expert_mma_fragments.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/moe_types.hpp"
+
+namespace moe::kernels::decode {
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const expert_mma::AFragment& a, const expert_mma::BFragment& b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]));
+#else
+  (void)d, (void)a, (void)b;
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void copy_words(std::uint32_t (&w)[4], const uint4& v) {
+  w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+}
+
+template <WeightFormat F, bool kGateUp, int kChunks>
+struct ExpertMmaWarp : DecodeWalk {
+  static constexpr bool kInt4 = F == WeightFormat::int4;
+  static constexpr int kRowsOfUnit = int4_mma_layout::kTileRows;
+  static constexpr int kPassTokens = 8 * kChunks;
+  static constexpr int kBlocks = 2;                           // bf16: 32-k blocks a piece
+  static constexpr int kSegmentK = kInt4 ? kInt4Group : 32 * kBlocks;
+  static constexpr int kLoads = kInt4 ? 2 : 2 * kBlocks;      // 16-byte weight loads a lane a piece
+  // 12 (int4) or 16 (bf16) loads a lane in flight; fewer with 4 chunks' accumulators, to stay
+  // within the 128 registers of two blocks an SM.
+  static constexpr int kPiecesInFlight = kInt4 ? (kChunks == 1 ? 6 : kChunks == 2 ? 4 : 3) : (kChunks >= 4 ? 3 : 4);
+  static constexpr int kCols = kGateUp ? 8 : 16;              // outputs of a unit a token
+
+  int vecs_per_row;  // 16-byte vectors of a weight row (bf16: 8 k, int4: 32 k)
+  int paired;        // gate_up: I, the first up row; down: 0
+
+  struct Slot {
+    uint4 w[kLoads];
+    std::uint32_t scales;  // int4: this group's scales of rows n and n + 8
+  };
+  using Acc = float[kChunks][4];
+
+  __device__ ExpertMmaWarp(const DecodeParams& params, const BlockTables& t, int lane_, int stride_)
+      : DecodeWalk(params, t, lane_, stride_, (params.k_len + kSegmentK - 1) / kSegmentK),
+        vecs_per_row(params.k_len / (kInt4 ? 32 : 8)),
+        paired(kGateUp ? params.out_rows : 0) {}
+
+  __device__ void issue(Slot& s, const PieceCursor& c) const {
+    const Entry& e = tables.entries[c.entry];
+    const int tile = c.pair_row, seg = c.segment(), n = lane >> 2, q = lane & 3, k_len = p.k_len;
+    if constexpr (kInt4) {
+      // A partial last group has fewer vectors a row; lanes past them load nothing (their codes
+      // meet zero activations in consume).
+      if (q < int4_mma_layout::group_quads(k_len, seg)) {
+        s.w[0] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 0, n, q));
+        s.w[1] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 1, n, q));
+      } else {
+        s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
+      }
+      s.scales = __ldg(reinterpret_cast<const std::uint32_t*>(e.scales) + int4_mma_layout::scale_pair_index(k_len, tile, seg, n));
+    } else {
+      const std::size_t r0 = int4_mma_layout::tile_source_row(tile, n, paired);
+      const std::size_t r1 = int4_mma_layout::tile_source_row(tile, n + 8, paired);
+#pragma unroll
+      for (int b = 0; b < kBlocks; ++b) {
+        const int block = seg * kBlocks + b;
+        if (block * 32 >= k_len) break;  // the K tail: the same for the whole warp
+        const int v = expert_mma::bf16_lane_k(block, q) / 8;
+        s.w[2 * b] = __ldcs(e.weights + r0 * vecs_per_row + v);
+        s.w[2 * b + 1] = __ldcs(e.weights + r1 * vecs_per_row + v);
+      }
+    }
+  }
+
+  // 8 activations of the lane's token of chunk `ch` at k, zero past the pass's tokens.
+  __device__ void load_x(std::uint32_t (&x)[4], const Entry& e, int t0, int tn, int ch, int k) const {
+    const int tok = ch * 8 + (lane >> 2);
+    if (tok >= tn) {
+      x[0] = x[1] = x[2] = x[3] = 0u;
+      return;
+    }
+    const uint4* row = reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row<kGateUp>(e, t0 + tok)) * p.k_len);
+    copy_words(x, load_activation<kGateUp>(row + k / 8));
+  }
+
+  __device__ void consume(const Slot& s, const PieceCursor& c, Acc& acc) const {
+    const Entry& e = tables.entries[c.entry];
+    const int seg = c.segment(), q = lane & 3;
+    const int t0 = c.chunk() * kPassTokens, tn = min(kPassTokens, e.pairs - t0);
+    if (seg == 0) {
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) acc[ch][0] = acc[ch][1] = acc[ch][2] = acc[ch][3] = 0.f;
+    }
+    if constexpr (kInt4) {
+      const int quads = int4_mma_layout::group_quads(p.k_len, seg);
+      std::uint32_t rn[4], rn8[4];
+      copy_words(rn, s.w[0]);
+      copy_words(rn8, s.w[1]);
+      float d[kChunks][4];
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) d[ch][0] = d[ch][1] = d[ch][2] = d[ch][3] = 0.f;
+      // Half a group at a time: 4 steps' A fragments dequantised once, used by every chunk.
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        expert_mma::AFragment a[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(rn, rn8, 4 * half + i);
+#pragma unroll
+        for (int ch = 0; ch < kChunks; ++ch) {
+          if (ch * 8 >= tn) break;
+#pragma unroll
+          for (int w = 0; w < 2; ++w) {
+            std::uint32_t x[4];
+            if (q < quads)
+              load_x(x, e, t0, tn, ch, expert_mma::int4_lane_x_k(seg, q, 2 * half + w));
+            else
+              x[0] = x[1] = x[2] = x[3] = 0u;
+            mma_16816(d[ch], a[2 * w], expert_mma::int4_b(x, 4 * half + 2 * w));
+            mma_16816(d[ch], a[2 * w + 1], expert_mma::int4_b(x, 4 * half + 2 * w + 1));
+          }
+        }
+      }
+      const float sn = __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(s.scales & 0xFFFFu)));
+      const float sn8 = __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(s.scales >> 16)));
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) {
+        acc[ch][0] = fmaf(d[ch][0], sn, acc[ch][0]);
+        acc[ch][1] = fmaf(d[ch][1], sn, acc[ch][1]);
+        acc[ch][2] = fmaf(d[ch][2], sn8, acc[ch][2]);
+        acc[ch][3] = fmaf(d[ch][3], sn8, acc[ch][3]);
+      }
+    } else {
+#pragma unroll
+      for (int b = 0; b < kBlocks; ++b) {
+        const int block = seg * kBlocks + b;
+        if (block * 32 >= p.k_len) break;
+        std::uint32_t rn[4], rn8[4];
+        copy_words(rn, s.w[2 * b]);
+        copy_words(rn8, s.w[2 * b + 1]);
+#pragma unroll
+        for (int ch = 0; ch < kChunks; ++ch) {
+          if (ch * 8 >= tn) break;
+          std::uint32_t x[4];
+          load_x(x, e, t0, tn, ch, expert_mma::bf16_lane_k(block, q));
+          mma_16816(acc[ch], expert_mma::bf16_a(rn, rn8, 0), expert_mma::bf16_b(x, 0));
+          mma_16816(acc[ch], expert_mma::bf16_a(rn, rn8, 1), expert_mma::bf16_b(x, 1));
+        }
+      }
+    }
+    if (seg + 1 < segments) return;
+    store(acc, e, c.pair_row, t0, tn);
+  }
+
+  // The epilogue: value i of a chunk is tile row c_row(lane, i), token c_col(lane, i).
+  __device__ void store(const Acc& acc, const Entry& e, int tile, int t0, int tn) const {
+#pragma unroll
+    for (int ch = 0; ch < kChunks; ++ch)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int tok = ch * 8 + expert_mma::c_col(lane, i);
+        if (tok >= tn) continue;
+        const std::size_t pos = static_cast<std::size_t>(e.first_pair + t0 + tok);
+        const int row = expert_mma::c_row(lane, i);  // rows n; value i + 2 is row n + 8
+        if constexpr (kGateUp) {
+          reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + int4_mma_layout::tile_source_row(tile, row, paired)] =
+              detail::to_bf16_bits(detail::silu(acc[ch][i]) * acc[ch][i + 2]);
+        } else {
+          float* out = p.down_out + pos * p.out_rows;
+          out[int4_mma_layout::tile_source_row(tile, row, 0)] = acc[ch][i];
+          out[int4_mma_layout::tile_source_row(tile, row + 8, 0)] = acc[ch][i + 2];
+        }
+      }
+  }
+};
+
+}  // namespace moe::kernels::decode
