@@ -13,6 +13,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// kPlain: routed slots by their top-k weight, shared slots 1 (every plain-routing shape: the
+// kernel as it was); else the shared gate and scale_input's unweighted routed slots apply.
+template <bool kPlain>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* down_out, const float* topk_weights, const int* pair_position,
                    const float* shared_gate, bool routed_unweighted, int hidden, int top_k, int slots,
@@ -29,7 +32,7 @@ __global__ void __launch_bounds__(kThreads)
   // The shared slots' weight: 1, or the token's shared gate (Qwen2-MoE). Routed slots weigh 1
   // where the weight scaled the expert's input instead (Llama-4). One load a thread, outside
   // the slot loop.
-  const float shared_w = shared_gate ? shared_gate[t] : 1.0f;
+  const float shared_w = !kPlain && shared_gate ? shared_gate[t] : 1.0f;
   // kChunk slots at a time: their positions and weights, then their rows, are loaded before any
   // is used, so a token pays two round trips to L2 per chunk, not two per slot (M=1 on an
   // H200: 2.5 us for the kernel, on every layer's critical path). The sum keeps slot order.
@@ -40,7 +43,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kChunk; ++j) {
       const int s = min(s0 + j, slots - 1);  // past the end: a repeat whose product is skipped
-      w[j] = s < top_k ? (routed_unweighted ? 1.0f : topk_weights[t * top_k + s]) : shared_w;
+      w[j] = s < top_k ? (!kPlain && routed_unweighted ? 1.0f : topk_weights[t * top_k + s]) : shared_w;
       pos[j] = detail::clamp_index(pair_position[t * slots + s], 0, m * slots - 1);
     }
     float4 y[kChunk][2];
@@ -78,7 +81,8 @@ __global__ void __launch_bounds__(kThreads)
 void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);
-  detail::launch(combine_kernel, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
+  const bool plain = !a.dims.shared_gate && !a.dims.scale_input;
+  detail::launch(plain ? combine_kernel<true> : combine_kernel<false>, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
                  "combine_kernel", static_cast<const float*>(l.at<float>(a.scratch, l.down_out)),
                  static_cast<const float*>(l.at<float>(a.scratch, l.topk_weights)),
                  static_cast<const int*>(l.at<int>(a.scratch, l.pair_position)),

@@ -201,9 +201,9 @@ TEST_CASE("moebench run --dry-run lists every case and touches no GPU") {
   CHECK(all.out.find("deepseek-v2-lite") != std::string::npos);
   CHECK(all.out.find("copy") != std::string::npos);
   const auto refused =
-      moe::test::moebench("run", "--dry-run", "--shape", config("DeepSeek-V3"));
+      moe::test::moebench("run", "--dry-run", "--shape", config("gpt-oss-20b"));
   CHECK(refused.exit_code == 2);
-  CHECK(refused.err.find("n_group") != std::string::npos);
+  CHECK(refused.err.find("swiglu_limit") != std::string::npos);
   const auto bad = moe::test::moebench("run", "--dry-run", "--ceiling-gbps", "0");
   CHECK(bad.exit_code == 2);
 }
@@ -217,8 +217,11 @@ TEST_CASE("moebench list shapes --shape FILE shows the config as parsed") {
   const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
   CHECK(line.find(" 2048 ") != std::string::npos);
   CHECK(line.find("moe_intermediate_size") != std::string::npos);  // where it came from
-  CHECK(r.out.find("not computed yet (moebench run refuses it): n_group = 8") != std::string::npos);
+  CHECK(r.out.find("runs as parsed") != std::string::npos);  // its grouped choice is computed
+  CHECK(r.out.find("noaux_tc") != std::string::npos);
   CHECK(r.out.find("fingerprint") != std::string::npos);
+  const auto oss = moe::test::moebench("list", "shapes", "--shape", config("gpt-oss-20b"));
+  CHECK(oss.out.find("not computed yet (moebench run refuses it): swiglu_limit = 7.0") != std::string::npos);
   const auto plain = moe::test::moebench("list", "shapes", "--shape", config("Qwen3-30B-A3B"));
   CHECK(plain.out.find("runs as parsed") != std::string::npos);
   const auto wrong = moe::test::moebench("list", "probes", "--shape", "tiny");

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "engine/shape.hpp"
@@ -18,15 +19,22 @@ namespace {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
-// Eight experts in four groups of two, top-2, sigmoid scores renormalised.
-MoeDims grouped_dims(TopKMethod method) {
+// A small layer: H = 64, I = 32.
+MoeDims small_dims(int experts, int shared, int top_k, Scoring scoring, bool renormalize) {
   MoeDims d;
   d.hidden = 64;
   d.inter = 32;
-  d.experts = 8;
-  d.top_k = 2;
-  d.scoring = Scoring::sigmoid;
-  d.renormalize = true;
+  d.experts = experts;
+  d.shared = shared;
+  d.top_k = top_k;
+  d.scoring = scoring;
+  d.renormalize = renormalize;
+  return d;
+}
+
+// Eight experts in four groups of two, top-2, sigmoid scores renormalised.
+MoeDims grouped_dims(TopKMethod method) {
+  MoeDims d = small_dims(8, 0, 2, Scoring::sigmoid, true);
   d.topk_method = method;
   d.n_group = 4;
   d.topk_group = 2;
@@ -111,12 +119,7 @@ TEST_CASE("the correction bias moves the choice, never the weights; routed_scali
 }
 
 TEST_CASE("Qwen2-MoE shared gate: sigmoid(x . router row E) scales the shared experts' output") {
-  MoeDims d;
-  d.hidden = 64;
-  d.inter = 32;
-  d.experts = 4;
-  d.shared = 2;  // a shared MLP twice the routed width
-  d.top_k = 1;
+  const MoeDims d = small_dims(4, 2, 1, Scoring::softmax, true);  // a shared MLP twice the routed width
   const std::uint64_t seed = 21;
   std::vector<float> x(d.hidden);
   input_row_host(d, 5, 0, x.data());
@@ -145,14 +148,7 @@ TEST_CASE("Qwen2-MoE shared gate: sigmoid(x . router row E) scales the shared ex
 }
 
 TEST_CASE("Llama-4: the router weight scales the expert's input, which SwiGLU does not commute with") {
-  MoeDims d;
-  d.hidden = 64;
-  d.inter = 32;
-  d.experts = 4;
-  d.shared = 1;
-  d.top_k = 1;
-  d.scoring = Scoring::sigmoid;
-  d.renormalize = false;
+  const MoeDims d = small_dims(4, 1, 1, Scoring::sigmoid, false);
   const std::uint64_t seed = 33;
   std::vector<float> x(d.hidden);
   input_row_host(d, 9, 0, x.data());

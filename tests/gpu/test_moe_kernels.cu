@@ -1167,6 +1167,10 @@ std::vector<Shape> routing_feature_shapes() {
 // may drop with their groups), with and without programmatic launch.
 void check_routing_features(const char* name, const MoeDims& d, const std::vector<int>& ms, int sample_cap,
                             cudaStream_t stream, int* cases) {
+  if (d.scale_input && current_device_sm() < 80) {  // the tensor-core path only (refused below sm_80)
+    MESSAGE(name << ": skipped below sm_80");
+    return;
+  }
   const TestLayer layer(d, case_seed(), stream);
   for (int m : ms)
     for (ForwardPath p : {ForwardPath::decode, ForwardPath::tensor_core, ForwardPath::automatic})
