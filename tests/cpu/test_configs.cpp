@@ -220,6 +220,9 @@ TEST_CASE("moebench list shapes --shape FILE shows the config as parsed") {
   CHECK(r.out.find("runs as parsed") != std::string::npos);  // its grouped choice is computed
   CHECK(r.out.find("noaux_tc") != std::string::npos);
   CHECK(r.out.find("fingerprint") != std::string::npos);
+  const auto qwen = moe::test::moebench("list", "shapes", "--shape", config("Qwen1.5-MoE-A2.7B"));
+  CHECK(qwen.out.find("computed as 4 shared experts of width 1408 (shared_expert_intermediate_size = 5632)") !=
+        std::string::npos);
   const auto oss = moe::test::moebench("list", "shapes", "--shape", config("gpt-oss-20b"));
   CHECK(oss.out.find("not computed yet (moebench run refuses it): swiglu_limit = 7.0") != std::string::npos);
   const auto plain = moe::test::moebench("list", "shapes", "--shape", config("Qwen3-30B-A3B"));
