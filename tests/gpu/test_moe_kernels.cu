@@ -466,8 +466,10 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
     for (int r = 0; r < rows; ++r) {
       const float* x_token = xs.data() + static_cast<std::size_t>(u[r].first) * H;
       float* x_row = x_rows.data() + static_cast<std::size_t>(r) * H;
-      if (d.scale_input && u[r].second < k)  // Llama-4: the routed expert's input is bf16(x * w)
-        ref::scaled_input_row(d, x_token, static_cast<float>(use_w[u[r].first * k + u[r].second]), x_row);
+      // Llama-4: the routed expert's input is bf16(x * w), with the GPU's weight (checked above)
+      // so both sides round the same products.
+      if (d.scale_input && u[r].second < k)
+        ref::scaled_input_row(d, x_token, wts[tokens[u[r].first] * k + u[r].second], x_row);
       else
         std::copy_n(x_token, H, x_row);
       prow[r] = static_cast<std::size_t>(pos[tokens[u[r].first] * slots + u[r].second]);
