@@ -42,6 +42,7 @@ void MoeLayer::forward(const __nv_bfloat16* x, __nv_bfloat16* out, int m) {
   args.out = out;
   args.router = static_cast<const __nv_bfloat16*>(weights_->router());
   args.router_bias = weights_->router_bias();
+  args.selection_bias = weights_->selection_bias();
   args.scratch_bytes = kernels::forward_scratch_bytes(config_.dims, m);
   args.scratch = scratch_.ensure(args.scratch_bytes, stream_);
   args.scratch_bytes = scratch_.capacity();

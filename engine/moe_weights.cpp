@@ -18,13 +18,14 @@ MoeWeights::MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing
     : dims_(dims), seed_(seed), routing_(routing), allocator_(allocator), resident_(allocator) {
   router_ = allocator_.allocate(kernels::router_bytes(dims_));
   kernels::generate_router(dims_, seed_, router_.as<__nv_bfloat16>(), stream.handle());
-  const std::vector<float> bias = routing_bias(routing_, dims_.experts, dims_.top_k);
-  if (!bias.empty()) {
-    router_bias_ = allocator_.allocate(bias.size() * sizeof(float));
-    // Synchronous on purpose: the host vector dies at the end of this scope.
-    MOE_CUDA_CHECK(cudaMemcpy(router_bias_.data(), bias.data(), bias.size() * sizeof(float),
-                              cudaMemcpyHostToDevice));
-  }
+  // Synchronous copies on purpose: the host vectors die at the end of this scope.
+  auto upload = [&](const std::vector<float>& values, DeviceBuffer& to) {
+    if (values.empty()) return;
+    to = allocator_.allocate(values.size() * sizeof(float));
+    MOE_CUDA_CHECK(cudaMemcpy(to.data(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+  };
+  upload(routing_bias(routing_, dims_.experts, dims_.top_k), router_bias_);
+  upload(kernels::selection_bias_host(dims_, seed_), selection_bias_);
   const bool int4 = dims_.format == WeightFormat::int4;
   experts_.resize(static_cast<std::size_t>(dims_.total_experts()));
   for (int e = 0; e < dims_.total_experts(); ++e) {
@@ -191,6 +192,7 @@ std::size_t MoeWeights::expert_bytes() const {
   return bytes;
 }
 
+// The router's rows (with the shared gate's); noaux_tc's fp32 bias of E values is left out.
 std::size_t MoeWeights::router_bytes() const { return kernels::router_bytes(dims_); }
 
 std::size_t MoeWeights::total_bytes() const {

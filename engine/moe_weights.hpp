@@ -33,6 +33,8 @@ class MoeWeights {
   Routing routing() const { return routing_; }
   const void* router() const { return router_.data(); }
   const float* router_bias() const { return router_bias_ ? router_bias_.as<float>() : nullptr; }
+  // noaux_tc's per-expert correction bias [E] (the generator's, selection_bias_host), else null.
+  const float* selection_bias() const { return selection_bias_ ? selection_bias_.as<float>() : nullptr; }
 
   // Device pointers of every expert's tensors, in expert order (E routed, then S shared).
   struct ExpertBuffers {
@@ -81,6 +83,7 @@ class MoeWeights {
   DeviceAllocator& allocator_;
   DeviceBuffer router_;
   DeviceBuffer router_bias_;
+  DeviceBuffer selection_bias_;
   std::vector<ExpertBuffers> experts_;
   std::vector<Placement> placement_;  // [E] routed experts
   ResidencyCounters residency_;

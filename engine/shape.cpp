@@ -119,16 +119,46 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
+namespace {
+
+// The topk_method names the engine computes; others stay refused (not_computed).
+bool known_topk_method(const std::string& m, kernels::TopKMethod* out = nullptr) {
+  for (kernels::TopKMethod t : {kernels::TopKMethod::greedy, kernels::TopKMethod::group_limited_greedy,
+                                kernels::TopKMethod::noaux_tc})
+    if (m == kernels::to_string(t)) {
+      if (out) *out = t;
+      return true;
+    }
+  return false;
+}
+
+// The route kernel's grouped choice gives a lane of a warp to each group.
+constexpr int kMaxGroups = 32;
+
+}  // namespace
+
 kernels::MoeDims Shape::dims(kernels::WeightFormat format) const {
   kernels::MoeDims d;
   d.hidden = hidden;
   d.inter = moe_inter;
   d.experts = experts;
-  d.shared = shared_experts;
+  // A shared MLP of its own width is that many experts of the routed width (not_computed
+  // refuses a width that is not a whole multiple): the same weights, the same bytes.
+  d.shared = shared_expert_inter != 0 && shared_expert_inter % moe_inter == 0
+                 ? shared_experts * (shared_expert_inter / moe_inter)
+                 : shared_experts;
   d.top_k = top_k;
   d.scoring = scoring;
   d.renormalize = renormalize;
   d.format = format;
+  known_topk_method(topk_method, &d.topk_method);
+  if (d.grouped()) {
+    d.n_group = n_group;
+    d.topk_group = topk_group;
+  }
+  d.routed_scaling = static_cast<float>(routed_scaling_factor);
+  d.shared_gate = shared_expert_gate;
+  d.scale_input = weight_scales_input;
   return d;
 }
 
@@ -183,28 +213,20 @@ std::string Shape::key_of(const std::string& field) const {
 std::vector<std::string> Shape::not_computed() const {
   std::vector<std::string> out;
   auto value = [](const auto& v) { return json(v).dump(); };
-  if (n_group != 1 || topk_group != 1)
-    out.push_back(key_of("n_group") + " = " + value(n_group) + ", " + key_of("topk_group") +
-                  " = " + value(topk_group) +
-                  ": grouped top-k (groups ranked by the sum of their top-2 scores)");
-  if (topk_method != "greedy")
+  if (!known_topk_method(topk_method))
     out.push_back(key_of("topk_method") + " = " + value(topk_method) +
-                  (topk_method == "noaux_tc"
-                       ? ": a per-expert correction bias in the selection, not in the weights"
-                       : ": a selection other than plain top-k"));
-  if (routed_scaling_factor != 1.0)
-    out.push_back(key_of("routed_scaling_factor") + " = " + value(routed_scaling_factor) +
-                  ": the routed experts' sum scaled");
-  if (shared_expert_inter != 0 && shared_expert_inter != moe_inter)
+                  ": a selection other than greedy, group_limited_greedy or noaux_tc");
+  else if (topk_method != "greedy" && n_group > kMaxGroups)
+    out.push_back(key_of("n_group") + " = " + value(n_group) + ": the route kernel ranks at most " +
+                  std::to_string(kMaxGroups) + " groups");
+  if (shared_expert_inter != 0 && shared_expert_inter % moe_inter != 0)
     out.push_back(key_of("shared_expert_inter") + " = " + value(shared_expert_inter) +
-                  ": a shared expert of its own width (the engine's are " + key_of("moe_inter") +
-                  " = " + value(moe_inter) + " wide)");
-  if (shared_expert_gate)
-    out.push_back(key_of("shared_expert_gate") +
-                  ": a sigmoid gate on the shared expert's output");
-  if (weight_scales_input)
-    out.push_back(key_of("weight_scales_input") +
-                  ": the sigmoid of the top-1 logit scales the expert's input, not its output");
+                  ": a shared expert whose width is not a whole multiple of " + key_of("moe_inter") +
+                  " = " + value(moe_inter) +
+                  " (the engine computes a wide shared MLP as that many experts of the routed width)");
+  if (weight_scales_input && top_k != 1)
+    out.push_back(key_of("weight_scales_input") + " with " + key_of("top_k") + " = " + value(top_k) +
+                  ": the router weight scales the expert's input only at top-1");
   out.insert(out.end(), other_not_computed.begin(), other_not_computed.end());
   return out;
 }
@@ -215,7 +237,7 @@ void refuse_not_computed(const Shape& s) {
   std::string list;
   for (const std::string& m : missing) list += (list.empty() ? "" : "; ") + m;
   throw UsageError("shape '" + s.name + "' (" + (s.source.empty() ? "built in" : s.source) +
-                   ") needs what the route kernel does not compute yet: " + list +
+                   ") needs what the engine does not compute yet: " + list +
                    ". Running it without would measure another layer; not run");
 }
 
@@ -259,6 +281,12 @@ void validate_shape(const Shape& s, const std::string& origin) {
   if (!std::isfinite(s.routed_scaling_factor) || s.routed_scaling_factor <= 0)
     throw UsageError(origin + ": field " + key("routed_scaling_factor") + " = " +
                      json(s.routed_scaling_factor).dump() + " must be a positive number");
+  if (s.topk_method != "greedy" && s.topk_group * (s.experts / s.n_group) < s.top_k)
+    throw UsageError(origin + ": field " + key("topk_group") + " = " + std::to_string(s.topk_group) +
+                     " keeps " + std::to_string(s.topk_group * (s.experts / s.n_group)) +
+                     " experts, fewer than " + key("top_k") + " = " + std::to_string(s.top_k));
+  if (s.shared_expert_gate && s.shared_experts == 0)
+    throw UsageError(origin + ": field " + key("shared_expert_gate") + " needs a shared expert");
   if (s.name.empty()) throw UsageError(origin + ": field \"name\" must not be empty");
 }
 

@@ -93,6 +93,10 @@ LayerCheck check_output(const LayerReference& layer, const std::vector<std::uint
       dims, layer.weight_seed, x_all, n_max,
       layer.router_bias.empty() ? nullptr : layer.router_bias.data());
 
+  // noaux_tc's correction bias: the generator's, as the layer's weights hold it.
+  const std::vector<float> selection_bias = kernels::selection_bias_host(dims, layer.weight_seed);
+  const float* sel = selection_bias.empty() ? nullptr : selection_bias.data();
+
   LayerCheck r;
   r.bound = kRelL2Bound;
   std::vector<int> tokens, ids;
@@ -102,8 +106,8 @@ LayerCheck check_output(const LayerReference& layer, const std::vector<std::uint
     const double* lg = logits.data() + static_cast<std::size_t>(i) * dims.experts;
     std::vector<int> ref_ids(static_cast<std::size_t>(k));
     std::vector<double> w(static_cast<std::size_t>(k));
-    kernels::ref::route_token(dims, lg, ref_ids.data(), w.data());
-    const bool near_tie = kernels::ref::topk_margin(dims, lg) < 1e-3;
+    kernels::ref::route_token(dims, lg, ref_ids.data(), w.data(), sel);
+    const bool near_tie = kernels::ref::topk_margin(dims, lg, sel) < 1e-3;
     if (gpu_ids) {
       const int* g = gpu_ids->data() + static_cast<std::size_t>(candidates[i]) * k;
       if (!std::equal(g, g + k, ref_ids.begin())) {

@@ -27,8 +27,15 @@ void print_parsed_shape(const Shape& s) {
               report::escape_terminal(s.source.empty() ? "library" : s.source).c_str(),
               report::format_columns(rows, report::kMaxLineChars).c_str());
   const std::vector<std::string> missing = s.not_computed();
-  if (missing.empty())
+  if (missing.empty()) {
     std::printf("runs as parsed\n");
+    // How the kernels compute what the config names otherwise (docs/configs.md).
+    const kernels::MoeDims d = s.dims(kernels::WeightFormat::bf16);
+    if (d.shared != s.shared_experts)
+      std::printf("computed as %d shared experts of width %d (%s = %d)\n", d.shared, d.inter,
+                  report::escape_terminal(s.key_of("shared_expert_inter")).c_str(), s.shared_expert_inter);
+    if (d.scale_input) std::printf("runs on the tensor-core path at every M (the input scaled by the router weight)\n");
+  }
   for (const std::string& m : missing)
     std::printf("not computed yet (moebench run refuses it): %s\n",
                 report::escape_terminal(m, report::kMaxLineChars).c_str());

@@ -1,4 +1,5 @@
-// Stage 4: out[t] = sum over slots s = 0 .. k+S-1, in that order, of w[t, s] * y[pair(t, s)],
+// Stage 4: out[t] = sum over slots s = 0 .. k+S-1, in that order, of w[t, s] * y[pair(t, s)]
+// (routed: the top-k weight, or 1 under scale_input; shared: 1, or the shared gate),
 // fp32, rounded once to bf16. Each output element is owned by one thread and summed in a
 // fixed order, so the result is the same bits on every run (no atomics).
 #include "common/cuda_check.hpp"
@@ -12,9 +13,13 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// kPlain: routed slots by their top-k weight, shared slots 1 (every plain-routing shape: the
+// kernel as it was); else the shared gate and scale_input's unweighted routed slots apply.
+template <bool kPlain>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* down_out, const float* topk_weights, const int* pair_position,
-                   int hidden, int top_k, int slots, int m, __nv_bfloat16* out) {
+                   const float* shared_gate, bool routed_unweighted, int hidden, int top_k, int slots,
+                   int m, __nv_bfloat16* out) {
   // The next layer's route may be scheduled now: it prefetches its router rows and waits for
   // this grid before it reads x or scratch.
   detail::allow_dependent_launch();
@@ -24,6 +29,10 @@ __global__ void __launch_bounds__(kThreads)
   if (i >= static_cast<long long>(m) * vecs) return;
   const int t = static_cast<int>(i / vecs), v = static_cast<int>(i % vecs);
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  // The shared slots' weight: 1, or the token's shared gate (Qwen2-MoE). Routed slots weigh 1
+  // where the weight scaled the expert's input instead (Llama-4). One load a thread, outside
+  // the slot loop.
+  const float shared_w = !kPlain && shared_gate ? shared_gate[t] : 1.0f;
   // kChunk slots at a time: their positions and weights, then their rows, are loaded before any
   // is used, so a token pays two round trips to L2 per chunk, not two per slot (M=1 on an
   // H200: 2.5 us for the kernel, on every layer's critical path). The sum keeps slot order.
@@ -34,7 +43,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kChunk; ++j) {
       const int s = min(s0 + j, slots - 1);  // past the end: a repeat whose product is skipped
-      w[j] = s < top_k ? topk_weights[t * top_k + s] : 1.0f;
+      w[j] = s < top_k ? (!kPlain && routed_unweighted ? 1.0f : topk_weights[t * top_k + s]) : shared_w;
       pos[j] = detail::clamp_index(pair_position[t * slots + s], 0, m * slots - 1);
     }
     float4 y[kChunk][2];
@@ -72,10 +81,13 @@ __global__ void __launch_bounds__(kThreads)
 void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);
-  detail::launch(combine_kernel, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
+  const bool plain = !a.dims.shared_gate && !a.dims.scale_input;
+  detail::launch(plain ? combine_kernel<true> : combine_kernel<false>, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
                  "combine_kernel", static_cast<const float*>(l.at<float>(a.scratch, l.down_out)),
                  static_cast<const float*>(l.at<float>(a.scratch, l.topk_weights)),
-                 static_cast<const int*>(l.at<int>(a.scratch, l.pair_position)), a.dims.hidden,
+                 static_cast<const int*>(l.at<int>(a.scratch, l.pair_position)),
+                 a.dims.shared_gate ? static_cast<const float*>(l.at<float>(a.scratch, l.shared_gate)) : nullptr,
+                 a.dims.scale_input, a.dims.hidden,
                  a.dims.top_k, l.slots, a.m, a.out);
 }
 

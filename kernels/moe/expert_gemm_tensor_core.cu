@@ -331,11 +331,14 @@ void launch_tc(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t str
   void* s = a.scratch;
   p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
   p.scales = kGateUp ? a.experts.gate_up_scales : a.experts.down_scales;
-  p.input = kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
+  // scale_input (Llama-4): gate_up reads each pair's own input row (x_pairs, written by the
+  // route), pair index = row, so a pair is its own "token": slots 1, m = pairs.
+  const bool pair_rows = kGateUp && d.scale_input;
+  p.input = pair_rows ? l.at<__nv_bfloat16>(s, l.x_pairs) : kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
   p.k_len = kGateUp ? d.hidden : d.inter;
   p.out_rows = kGateUp ? d.inter : d.hidden;
-  p.slots = l.slots;
-  p.m = a.m;
+  p.slots = pair_rows ? 1 : l.slots;
+  p.m = pair_rows ? l.pairs : a.m;
   p.pairs = l.pairs;
   p.total_experts = d.total_experts();
   p.offsets = l.at<int>(s, l.expert_offsets);

@@ -53,6 +53,8 @@ ScratchLayout scratch_layout(const MoeDims& d, int m) {
   l.membership_prefix = take(sizeof(int) * et * l.bit_words);
   l.route_tiles = (m + 7) / 8;
   l.done_counters = take(sizeof(std::uint32_t) * (1 + l.route_tiles));
+  l.shared_gate = take(d.shared_gate ? sizeof(float) * m : 0);
+  l.x_pairs = take(d.scale_input ? sizeof(std::uint16_t) * static_cast<std::size_t>(l.pairs) * d.hidden : 0);
   l.h = take(sizeof(std::uint16_t) * static_cast<std::size_t>(l.pairs) * d.inter);
   l.down_out = take(sizeof(float) * static_cast<std::size_t>(l.pairs) * d.hidden);
   l.total = off;
@@ -74,6 +76,11 @@ void validate_forward_args(const MoeForwardArgs& a) {
   if (d.top_k <= 0 || d.top_k > d.experts || d.top_k > kMaxTopK)
     bad("top_k " + std::to_string(d.top_k) + " must be in [1, min(experts " +
         std::to_string(d.experts) + ", " + std::to_string(kMaxTopK) + ")]");
+  if (d.routed_scaling <= 0 || !(d.routed_scaling < 1e30f))
+    bad("routed_scaling " + std::to_string(d.routed_scaling) + " must be positive and finite");
+  if (d.shared_gate && d.shared <= 0) bad("a shared gate needs shared experts");
+  if (d.scale_input && d.top_k != 1) bad("scale_input needs top_k 1, got " + std::to_string(d.top_k));
+  if (d.selection_bias() && !a.selection_bias) bad("noaux_tc needs selection_bias");
   if (a.m <= 0) bad("m " + std::to_string(a.m) + " must be >= 1");
   if (static_cast<long long>(a.m) * (d.top_k + d.shared) > (1LL << 30))
     bad("m " + std::to_string(a.m) + " too large");
@@ -130,6 +137,15 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
   ForwardPath p = a.path;
   if (p == ForwardPath::automatic)
     p = a.m <= decode_max_tokens(a.dims.format, a.options.int4_decode) ? ForwardPath::decode : ForwardPath::tensor_core;
+  // scale_input (Llama-4): only the tensor-core gate_up reads a pair's own input row
+  // (ScratchLayout::x_pairs), so those shapes take it at every M; the decode kernels would
+  // read the unscaled x.
+  if (a.dims.scale_input) {
+    if (current_device_sm() < 80)
+      bad("a routed expert input scaled by its weight (Llama-4) runs on the tensor-core path only, "
+          "which needs sm_80; this device is sm_" + std::to_string(current_device_sm()));
+    return ForwardPath::tensor_core;
+  }
   // bf16 mma needs sm_80; Turing falls back to the SIMT kernels (they handle any M).
   if (p == ForwardPath::tensor_core && current_device_sm() < 80) p = ForwardPath::decode;
   return p;
@@ -139,6 +155,10 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
   validate_forward_args(args);
   const ScratchLayout layout = scratch_layout(args.dims, args.m);
   const ForwardPath path = resolve_forward_path(args);
+  // The mma family reads x by token, and under it int4 codes sit in the fragment layout, which
+  // the tensor-core gate_up (the one reader of scaled inputs) cannot read: refuse, never guess.
+  if (runs_mma_gemm(args.options) && args.dims.scale_input)
+    bad("gemm=mma does not read a routed expert's scaled input (Llama-4); use gemm=auto");
   enqueue_route(args, layout, stream);
   if (runs_mma_gemm(args.options)) {  // every M (ForwardOptions::gemm)
     enqueue_gate_up_mma(args, layout, stream);

@@ -11,7 +11,12 @@
 //   2. gate_up: per expert, h = silu(x W_gate^T) * (x W_up^T), stored bf16.
 //   3. down:    per expert, y_pair = h W_down^T, stored fp32 per (token, slot) pair.
 //   4. combine: out[t] = sum over slots in slot order of w * y_pair (fixed order, no atomics),
-//               rounded to bf16. Shared experts are slots k..k+S-1 with weight 1.
+//               rounded to bf16. Shared experts are slots k..k+S-1 with weight 1 (or the
+//               shared gate's sigmoid).
+// Shapes whose routing is not plain top-k (MoeDims::plain_routing: grouped choice, noaux_tc's
+// correction bias, routed_scaling, a shared gate, Llama-4's scaled input) take route_kernel<true>
+// on either path (never the cluster route), and scale_input shapes take the tensor-core path,
+// whose gate_up reads each pair's own input row (ScratchLayout::x_pairs).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -68,6 +73,8 @@ struct ScratchLayout {
   std::size_t done_counters = 0;   // uint32 [1 + route_tiles]: route blocks finished, zeroed
                                    // by a memset node each forward (last one ranks / groups)
   int route_tiles = 0;             // ceil(m / 8) token tiles of the route kernel
+  std::size_t shared_gate = 0;     // float [m]: the shared gate per token (MoeDims::shared_gate)
+  std::size_t x_pairs = 0;         // bf16 [pairs, H]: a pair's gate_up input (MoeDims::scale_input)
   std::size_t h = 0;               // bf16 [pairs, I], sorted order
   std::size_t down_out = 0;        // float [pairs, H], sorted order
   std::size_t total = 0;
@@ -90,8 +97,9 @@ struct MoeForwardArgs {
   int m = 0;
   const __nv_bfloat16* x = nullptr;       // [m, H]
   __nv_bfloat16* out = nullptr;           // [m, H]
-  const __nv_bfloat16* router = nullptr;  // [E, H]
+  const __nv_bfloat16* router = nullptr;  // [E, H], then the shared gate's row (router_rows())
   const float* router_bias = nullptr;     // [E] or null: added to logits before scoring
+  const float* selection_bias = nullptr;  // [E]: noaux_tc's correction bias (choice only), else null
   ExpertTable experts;                    // device arrays of E + S device pointers
   // Route telemetry record the route kernel accumulates into; disarmed (null) by default, and
   // then the route does exactly the work it does without it (route_telemetry.hpp).

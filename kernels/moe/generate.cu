@@ -112,7 +112,7 @@ std::size_t expert_scale_bytes(const MoeDims& d, TensorKind kind) {
 }
 
 std::size_t router_bytes(const MoeDims& d) {
-  return static_cast<std::size_t>(d.experts) * d.hidden * 2;
+  return static_cast<std::size_t>(d.router_rows()) * d.hidden * 2;
 }
 std::size_t input_bytes(const MoeDims& d, int m) { return static_cast<std::size_t>(m) * d.hidden * 2; }
 
@@ -160,7 +160,7 @@ void generate_expert_tensor(const MoeDims& d, TensorKind kind, std::uint64_t see
 
 void generate_router(const MoeDims& d, std::uint64_t seed, __nv_bfloat16* router,
                      cudaStream_t stream) {
-  launch_bf16(router, static_cast<std::size_t>(d.experts) * d.hidden,
+  launch_bf16(router, static_cast<std::size_t>(d.router_rows()) * d.hidden,
               stream_key(seed, TensorKind::router, 0), inv_sqrt(d.hidden), stream);
 }
 
@@ -196,6 +196,15 @@ void router_row_host(const MoeDims& d, std::uint64_t seed, int e, float* out) {
   for (int h = 0; h < d.hidden; ++h)
     out[h] = bf16_bits_to_float(
         generated_bf16_bits(key, static_cast<std::uint64_t>(e) * d.hidden + h, scale));
+}
+
+std::vector<float> selection_bias_host(const MoeDims& d, std::uint64_t seed) {
+  std::vector<float> bias;
+  if (!d.selection_bias()) return bias;
+  const std::uint64_t key = stream_key(seed, TensorKind::score_correction_bias, 0);
+  bias.resize(static_cast<std::size_t>(d.experts));
+  for (int e = 0; e < d.experts; ++e) bias[e] = hash_to_pm1(element_hash(key, e)) * (1.0f / 16.0f);
+  return bias;
 }
 
 void input_row_host(const MoeDims& d, std::uint64_t seed, int t, float* out) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/moe/moe_types.hpp"
 
@@ -22,7 +23,7 @@ TensorShape expert_tensor_shape(const MoeDims& dims, TensorKind kind);
 // scales (0 for bf16). Every buffer must be 16-byte aligned (cudaMalloc's are).
 std::size_t expert_weight_bytes(const MoeDims& dims, TensorKind kind);
 std::size_t expert_scale_bytes(const MoeDims& dims, TensorKind kind);
-std::size_t router_bytes(const MoeDims& dims);  // bf16 [E, H]
+std::size_t router_bytes(const MoeDims& dims);  // bf16 [router_rows(), H]
 std::size_t input_bytes(const MoeDims& dims, int m);  // bf16 [m, H]
 
 // Fills one expert's gate_up or down tensor (kind) in dims.format. For int4, `scales` receives
@@ -31,7 +32,8 @@ std::size_t input_bytes(const MoeDims& dims, int m);  // bf16 [m, H]
 void generate_expert_tensor(const MoeDims& dims, TensorKind kind, std::uint64_t seed, int expert,
                             void* weights, void* scales, cudaStream_t stream,
                             Int4Layout layout = Int4Layout::rows);
-// Router bf16 [E, H], uniform [-1,1)/sqrt(H).
+// Router bf16 [router_rows(), H], uniform [-1,1)/sqrt(H): the E routed rows, then the shared
+// gate's row where the layer has one (a router-like row, so the route kernel computes it).
 void generate_router(const MoeDims& dims, std::uint64_t seed, __nv_bfloat16* router,
                      cudaStream_t stream);
 // Activations bf16 [m, H], uniform [-1, 1).
@@ -42,7 +44,12 @@ void generate_input(const MoeDims& dims, int m, std::uint64_t seed, __nv_bfloat1
 // One row of an expert tensor as floats (exact values of the stored bf16 / q * scale).
 void expert_row_host(const MoeDims& dims, TensorKind kind, std::uint64_t seed, int expert,
                      std::size_t row, float* out /*[K]*/);
-// Router row e (H floats) and input row t (H floats).
+// noaux_tc's per-expert correction bias (e_score_correction_bias), fp32 [E]: uniform
+// [-1, 1) / 16 (exact floats), about the spread of the sigmoid scores of the generated
+// router, so it moves the choice between experts of close scores. Derived on the host and
+// uploaded, the same values for the kernels and the reference. Empty without noaux_tc.
+std::vector<float> selection_bias_host(const MoeDims& dims, std::uint64_t seed);
+// Router row e (H floats; e == E: the shared gate's row) and input row t (H floats).
 void router_row_host(const MoeDims& dims, std::uint64_t seed, int e, float* out);
 void input_row_host(const MoeDims& dims, std::uint64_t seed, int t, float* out);
 

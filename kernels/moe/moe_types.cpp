@@ -18,6 +18,15 @@ std::string_view to_string(Scoring s) {
   return "unknown";
 }
 
+std::string_view to_string(TopKMethod t) {
+  switch (t) {
+    case TopKMethod::greedy: return "greedy";
+    case TopKMethod::group_limited_greedy: return "group_limited_greedy";
+    case TopKMethod::noaux_tc: return "noaux_tc";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(ForwardPath p) {
   switch (p) {
     case ForwardPath::automatic: return "auto";

@@ -13,15 +13,23 @@ enum class WeightFormat { bf16, int4 };
 // the mma family reads) or the mma fragment layout (int4_mma_layout.hpp, the mma family's).
 enum class Int4Layout { rows, mma_fragments };
 enum class Scoring { softmax, sigmoid };
+// How a token's experts are chosen (DeepSeek's `topk_method`): greedy is plain top-k over the
+// scores; group_limited_greedy (DeepSeek-V2) ranks groups of experts by their best score and
+// keeps the best topk_group; noaux_tc (DeepSeek-V3) adds a per-expert correction bias to the
+// scores for the choice only and ranks groups by the sum of their two best biased scores.
+enum class TopKMethod { greedy, group_limited_greedy, noaux_tc };
 // Which expert-GEMM kernels the forward uses. automatic picks by M (see forward.hpp).
 enum class ForwardPath { automatic, decode, tensor_core };
 
 std::string_view to_string(WeightFormat f);
 std::string_view to_string(Scoring s);
+std::string_view to_string(TopKMethod t);
 std::string_view to_string(ForwardPath p);
 
 // Dimensions of one MoE layer. Shared experts have the routed experts' intermediate size and
-// are stored after the routed ones: expert index E..E+S-1, every token, weight 1.
+// are stored after the routed ones: expert index E..E+S-1, every token, weight 1 (or the
+// shared gate). A wider shared MLP is S experts of the routed width: its down projection sums
+// over the S slices, so their weighted sum is the same layer.
 struct MoeDims {
   int hidden = 0;       // H
   int inter = 0;        // I, per expert
@@ -31,8 +39,24 @@ struct MoeDims {
   Scoring scoring = Scoring::softmax;
   bool renormalize = true;  // divide the top-k weights by their sum
   WeightFormat format = WeightFormat::bf16;
+  // Routing of real configs (docs/configs.md); every default is the plain top-k layer.
+  TopKMethod topk_method = TopKMethod::greedy;
+  int n_group = 1;                 // experts in n_group groups of E / n_group (grouped methods)
+  int topk_group = 1;              // groups kept before the top-k over their experts
+  float routed_scaling = 1.0f;     // the routed weights times this (after renormalisation)
+  bool shared_gate = false;        // Qwen2-MoE: shared slots weighted by sigmoid(x . router row E)
+  bool scale_input = false;        // Llama-4: the routed expert's input is x * w, its output unweighted
 
   int total_experts() const { return experts + shared; }
+  // Router rows: E, plus the shared gate's row (row E) when there is one.
+  int router_rows() const { return experts + (shared_gate ? 1 : 0); }
+  // The choice uses groups (group_limited_greedy, noaux_tc) and, for noaux_tc, the correction bias.
+  bool grouped() const { return topk_method != TopKMethod::greedy; }
+  bool selection_bias() const { return topk_method == TopKMethod::noaux_tc; }
+  // Plain top-k with softmax/sigmoid weights and nothing else: the route kernels' fast path.
+  bool plain_routing() const {
+    return topk_method == TopKMethod::greedy && routed_scaling == 1.0f && !shared_gate && !scale_input;
+  }
 };
 
 // Per-expert device pointer tables: the resident state of the fast path (docs/bugs.md, bug 1). The
@@ -53,6 +77,7 @@ enum class TensorKind : std::uint32_t {
   input = 4,
   int4_scale_gate_up = 5,
   int4_scale_down = 6,
+  score_correction_bias = 7,  // noaux_tc's per-expert bias [E], fp32
 };
 
 }  // namespace moe::kernels

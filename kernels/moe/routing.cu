@@ -80,6 +80,14 @@ struct RouteParams {
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
   TopKSelect select;       // ForwardOptions::top_k_select
   bool hold_router_rows;   // ForwardOptions::hold_router_rows (cluster route)
+  // Routing of real configs (route_kernel<true> only; MoeDims::plain_routing shapes never read them).
+  const float* selection_bias;  // noaux_tc's correction bias [E], or null
+  int n_group, topk_group;      // 1, 1 unless grouped
+  bool group_top2;              // noaux_tc: a group scores the sum of its two best choices
+  bool grouped;
+  float routed_scaling;
+  float* shared_gate;           // [m]: sigmoid(x . router row E), or null (no gate)
+  __nv_bfloat16* x_pairs;       // [pairs, H]: each pair's gate_up input (scale_input), or null
 };
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
@@ -111,6 +119,17 @@ __device__ void select_top_k(const RouteParams& p, const TileLogits& logits, int
   }
 }
 
+// Selection `lane` of a token, its pair index `at`: the id and weight to scratch, and telemetry.
+// Every route kernel weighs each pair once and stores it here: the one place telemetry accumulates.
+__device__ __forceinline__ void store_selection(const RouteParams& p, int at, int id, float w, int lane) {
+  p.topk_ids[at] = id;
+  p.topk_weights[at] = w;
+  if (p.telemetry.header) {
+    detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject ? p.telemetry.inject_id : id);
+    if (lane == 0) detail::record_routed_total(p.telemetry, static_cast<unsigned int>(p.top_k));
+  }
+}
+
 // One warp weighs the selections of tile token t (global token t0 + t): softmax over all E
 // logits (summed lane-strided, then a butterfly, in a fixed order) or sigmoid, optionally
 // renormalised over the k. Lane r < k writes selection r; `ids_copy` (may be null) receives
@@ -137,15 +156,9 @@ __device__ void weigh_token(const RouteParams& p, const TileLogits& logits, cons
   if (p.renormalize) w = w / detail::warp_sum(mine ? w : 0.f);
   if (mine) {
     const int at = (t0 + t) * p.top_k + lane;
-    p.topk_ids[at] = my_id;
-    p.topk_weights[at] = w;
+    store_selection(p, at, my_id, w, lane);
     if (ids_copy) ids_copy[at] = my_id;
     if (membership) atomicOr(membership + my_id, 1u << (t0 + t));
-    // Every route kernel weighs each pair here once: the one place telemetry accumulates.
-    if (p.telemetry.header) {
-      detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject ? p.telemetry.inject_id : my_id);
-      if (lane == 0) detail::record_routed_total(p.telemetry, static_cast<unsigned int>(p.top_k));
-    }
   }
 }
 
@@ -204,6 +217,139 @@ __device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int t = warp; t < tn; t += kRouteWarps) weigh_token(p, logits, selected, t, t0, lane, ids_copy, membership);
+}
+
+// The routing of real configs (MoeDims::plain_routing false; reference.hpp's route_token says
+// what the models compute), a warp a token: lane l holds the scores and choices of experts
+// l, l + 32, ... in registers (unrolled: E <= 512), the groups are ranked a lane a group, and
+// the top-k is taken in k rounds over the kept experts, each round's butterfly carrying the
+// winner's unbiased score so the weights need no second look-up. `row` (the token's logits in
+// shared memory) is overwritten with the choices. Ties as everywhere: value descending, index
+// ascending (groups too). Only route_kernel<true> runs it, so the plain path's registers and
+// code are unchanged.
+__device__ void route_token_rich(const RouteParams& p, float* row, int token, int lane) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int E = p.experts;
+  float score[kMaxLogitsPerLane], choice[kMaxLogitsPerLane];
+  float top = -INFINITY, sum = 0.f;
+  if (p.softmax) {
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j)
+      if (lane + 32 * j < E) top = fmaxf(top, order_key(row[lane + 32 * j]));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(kAll, top, o));
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j)
+      if (lane + 32 * j < E) sum += expf(row[lane + 32 * j] - top);
+    sum = detail::warp_sum(sum);
+  }
+  std::uint32_t out = 0;  // bit j: expert lane + 32 j is not a candidate (past E, dropped group, taken)
+#pragma unroll
+  for (int j = 0; j < kMaxLogitsPerLane; ++j) {
+    const int e = lane + 32 * j;
+    if (e < E) {
+      const float v = row[e];
+      score[j] = p.softmax ? expf(v - top) / sum : 1.0f / (1.0f + expf(-v));
+      choice[j] = score[j] + (p.selection_bias ? p.selection_bias[e] : 0.f);
+    } else {
+      score[j] = 0.f;
+      choice[j] = -INFINITY;
+      out |= 1u << j;
+    }
+  }
+  if (p.grouped && p.n_group > 1) {
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j)
+      if (lane + 32 * j < E) row[lane + 32 * j] = choice[j];
+    __syncwarp();
+    const int per = E / p.n_group;
+    float group = -INFINITY;
+    if (lane < p.n_group) {
+      float b1 = -INFINITY, b2 = -INFINITY;
+#pragma unroll 1
+      for (int e = lane * per; e < (lane + 1) * per; ++e) {
+        const float v = order_key(row[e]);
+        if (v > b1) {
+          b2 = b1;
+          b1 = v;
+        } else if (v > b2) {
+          b2 = v;
+        }
+      }
+      group = p.group_top2 && per >= 2 ? b1 + b2 : b1;
+    }
+    int rank = 0;
+#pragma unroll 1
+    for (int g = 0; g < p.n_group; ++g) {
+      const float o = __shfl_sync(kAll, group, g);
+      rank += (o > group) | ((o == group) & (g < lane));
+    }
+    const unsigned kept = __ballot_sync(kAll, lane < p.n_group && rank < p.topk_group);
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j)
+      if (lane + 32 * j < E && !((kept >> ((lane + 32 * j) / per)) & 1u)) out |= 1u << j;
+  }
+  int my_id = 0;
+  float my_score = 0.f;
+#pragma unroll 1
+  for (int r = 0; r < p.top_k; ++r) {
+    float bv = -INFINITY, bs = 0.f;
+    int bi = E;  // E: none
+#pragma unroll
+    for (int j = 0; j < kMaxLogitsPerLane; ++j) {
+      const float v = order_key(choice[j]);
+      if (!((out >> j) & 1u) && (bi == E || v > bv)) {  // ascending e: ties keep the first
+        bv = v;
+        bi = lane + 32 * j;
+        bs = score[j];
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(kAll, bv, o), os = __shfl_xor_sync(kAll, bs, o);
+      const int oi = __shfl_xor_sync(kAll, bi, o);
+      if (oi != E && (bi == E || ov > bv || (ov == bv && oi < bi))) {
+        bv = ov;
+        bi = oi;
+        bs = os;
+      }
+    }
+    // Kept groups hold at least k experts (validate_shape), so every round finds one.
+    if (bi != E && (bi & 31) == lane) out |= 1u << (bi >> 5);
+    if (lane == r) {
+      my_id = bi == E ? 0 : bi;
+      my_score = bs;
+    }
+  }
+  const bool mine = lane < p.top_k;
+  float w = mine ? my_score : 0.f;
+  if (p.renormalize) w = w / detail::warp_sum(w);
+  w *= p.routed_scaling;
+  if (mine) store_selection(p, token * p.top_k + lane, my_id, w, lane);
+}
+
+// scale_input (Llama-4, top-1): each pair's gate_up input row, bf16(x * w) for the routed
+// slot and x itself for the shared ones, for the tile's tokens (their weights are stored and
+// visible to this block), so the expert kernels read a pair's own row.
+__device__ void write_pair_inputs(const RouteParams& p, int t0, int tn) {
+  const int slots = p.top_k + p.shared, vecs = p.hidden / 8;
+  for (int i = threadIdx.x; i < tn * slots * vecs; i += kRouteThreads) {
+    const int t = t0 + i / (slots * vecs), s = (i / vecs) % slots, v = i % vecs;
+    const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden) + v);
+    uint4 o = xv;
+    if (s < p.top_k) {
+      const float w = p.topk_weights[t * p.top_k + s];
+      const std::uint32_t in[4] = {xv.x, xv.y, xv.z, xv.w};
+      std::uint32_t r[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        r[j] = detail::to_bf16_bits(detail::bf16_lo(in[j]) * w) |
+               (static_cast<std::uint32_t>(detail::to_bf16_bits(detail::bf16_hi(in[j]) * w)) << 16);
+      o = make_uint4(r[0], r[1], r[2], r[3]);
+    }
+    reinterpret_cast<uint4*>(p.x_pairs + (static_cast<std::size_t>(t) * slots + s) * p.hidden)[v] = o;
+  }
 }
 
 __device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
@@ -535,14 +681,25 @@ struct HeldRouterRows {
   }
 };
 
+// kRich: the routing of real configs (route_token_rich), and with a shared gate one block more
+// a tile (blockIdx.x == E) for the gate's row. The plain instantiation is the fast path as it was.
+template <bool kRich>
 __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   // The expert kernels may be scheduled now; they wait for this grid before reading routing.
   detail::allow_dependent_launch();
   const int t0 = blockIdx.y * kRouteTokens;
   const int tn = min(kRouteTokens, p.m - t0);
-  block_logits<1>(p, blockIdx.x, 1, t0, tn, [&](int e, int t, float logit) {
-    p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
-  });
+  if (kRich && static_cast<int>(blockIdx.x) >= p.experts) {
+    RouteParams gate = p;
+    gate.bias = nullptr;  // the skew bias is the routed experts'; the gate row has none
+    block_logits<1>(gate, p.experts, 1, t0, tn, [&](int, int t, float logit) {
+      p.shared_gate[t] = 1.0f / (1.0f + expf(-logit));
+    });
+  } else {
+    block_logits<1>(p, blockIdx.x, 1, t0, tn, [&](int e, int t, float logit) {
+      p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
+    });
+  }
   // Last expert block of this token tile ranks its tokens.
   __shared__ bool last;
   __threadfence();
@@ -556,7 +713,15 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
   for (int i = threadIdx.x; i < tn * p.experts; i += kRouteThreads)
     tile[i / p.experts][i % p.experts] = __ldcg(p.logits + static_cast<std::size_t>(t0) * p.experts + i);
   __syncthreads();
-  rank_tile(p, tile, t0, tn, nullptr, nullptr);
+  if constexpr (kRich) {
+    for (int t = threadIdx.x >> 5; t < tn; t += kRouteWarps) route_token_rich(p, tile[t], t0 + t, threadIdx.x & 31);
+    if (p.x_pairs) {
+      __syncthreads();  // the tile's weights, stored by its warps
+      write_pair_inputs(p, t0, tn);
+    }
+  } else {
+    rank_tile(p, tile, t0, tn, nullptr, nullptr);
+  }
   // Last tile groups every pair. With one tile (decode sizes) this block is that tile: skip
   // the second round trip to L2.
   if (gridDim.y > 1) {
@@ -654,7 +819,9 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
 }  // namespace
 
 bool route_runs_as_cluster(const MoeForwardArgs& a) {
-  return a.m <= kRouteTokens && a.options.cluster_route && current_device_sm() >= 90 &&
+  // The cluster route computes plain routing only: a shape with real configs' routing takes
+  // route_kernel<true> on either path.
+  return a.dims.plain_routing() && a.m <= kRouteTokens && a.options.cluster_route && current_device_sm() >= 90 &&
          resolve_forward_path(a) == ForwardPath::decode;
 }
 
@@ -693,6 +860,14 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.counters = l.at<unsigned int>(s, l.done_counters);
   p.select = a.options.top_k_select;
   p.hold_router_rows = a.options.hold_router_rows;
+  p.selection_bias = a.selection_bias;
+  p.grouped = d.grouped();
+  p.n_group = d.n_group;
+  p.topk_group = d.topk_group;
+  p.group_top2 = d.topk_method == TopKMethod::noaux_tc;
+  p.routed_scaling = d.routed_scaling;
+  p.shared_gate = d.shared_gate ? l.at<float>(s, l.shared_gate) : nullptr;
+  p.x_pairs = d.scale_input ? l.at<__nv_bfloat16>(s, l.x_pairs) : nullptr;
   if (d.total_experts() > kMaxTotalExperts)
     throw Error(ExitCode::probe_error, "enqueue_route: experts + shared " + std::to_string(d.total_experts()) +
                                            " above " + std::to_string(kMaxTotalExperts));
@@ -709,11 +884,23 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
     return;
   }
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
-  const dim3 grid(d.experts, l.route_tiles);
+  const dim3 grid(d.router_rows(), l.route_tiles);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
-  route_kernel<<<grid, kRouteThreads, 0, stream>>>(p);
-  MOE_CHECK_LAUNCH("route_kernel");
+  if (d.plain_routing()) {
+    route_kernel<false><<<grid, kRouteThreads, 0, stream>>>(p);
+    MOE_CHECK_LAUNCH("route_kernel");
+  } else {
+    if (d.grouped() && (d.n_group < 1 || d.n_group > 32 || d.experts % d.n_group != 0 || d.topk_group < 1 ||
+                        d.topk_group > d.n_group || d.topk_group * (d.experts / d.n_group) < d.top_k))
+      throw Error(ExitCode::probe_error, "enqueue_route: n_group " + std::to_string(d.n_group) + ", topk_group " +
+                                             std::to_string(d.topk_group) + " do not fit experts " +
+                                             std::to_string(d.experts) + ", top_k " + std::to_string(d.top_k));
+    if (d.selection_bias() && !p.selection_bias)
+      throw Error(ExitCode::probe_error, "enqueue_route: noaux_tc needs the selection bias");
+    route_kernel<true><<<grid, kRouteThreads, 0, stream>>>(p);
+    MOE_CHECK_LAUNCH("route_kernel<routing of real configs>");
+  }
 }
 
 }  // namespace moe::kernels

@@ -1,6 +1,7 @@
 // Real Hugging Face configs (fixtures/configs/*/config.json, the published files' MoE keys):
-// each parsed to the model's numbers, or refused at `moebench run` naming the key the engine
-// does not compute yet; type errors refused; messages name the config's own keys. And what a
+// each parsed to the model's numbers, computed as the model routes (DeepSeek-V3's grouped
+// noaux_tc choice, Qwen2-MoE's gated shared expert, Llama-4's scaled input), or refused at
+// `moebench run` naming the key the engine does not compute yet; type errors refused; messages name the config's own keys. And what a
 // run would do, shown without a GPU: `run --dry-run` and `list shapes --shape FILE`.
 #include <doctest/doctest.h>
 
@@ -47,14 +48,14 @@ TEST_CASE("every real config parses to the model's numbers, named after its fold
   };
   using moe::kernels::Scoring;
   const Want want[] = {
-      {"DeepSeek-V3", 7168, 2048, 256, 8, 1, Scoring::sigmoid, true, false},
+      {"DeepSeek-V3", 7168, 2048, 256, 8, 1, Scoring::sigmoid, true, true},
       {"Qwen3-30B-A3B", 2048, 768, 128, 8, 0, Scoring::softmax, true, true},
       {"Qwen3-235B-A22B", 4096, 1536, 128, 8, 0, Scoring::softmax, true, true},
       {"Mixtral-8x7B-v0.1", 4096, 14336, 8, 2, 0, Scoring::softmax, true, true},
       {"gpt-oss-20b", 2880, 2880, 32, 4, 0, Scoring::softmax, true, false},
-      {"Qwen1.5-MoE-A2.7B", 2048, 1408, 60, 4, 1, Scoring::softmax, false, false},
+      {"Qwen1.5-MoE-A2.7B", 2048, 1408, 60, 4, 1, Scoring::softmax, false, true},
       {"OLMoE-1B-7B-0924", 2048, 1024, 64, 8, 0, Scoring::softmax, false, true},
-      {"Llama-4-Scout-17B-16E", 5120, 8192, 16, 1, 1, Scoring::sigmoid, false, false},
+      {"Llama-4-Scout-17B-16E", 5120, 8192, 16, 1, 1, Scoring::sigmoid, false, true},
       {"Phi-3.5-MoE-instruct", 4096, 6400, 16, 2, 0, Scoring::softmax, true, false},
       {"granite-3.0-3b-a800m-instruct", 1536, 512, 40, 8, 0, Scoring::softmax, true, true},
   };
@@ -90,36 +91,58 @@ TEST_CASE("every real config parses to the model's numbers, named after its fold
   CHECK_FALSE(load("Qwen3-30B-A3B").to_json().contains("n_group"));  // defaults left out
 }
 
-TEST_CASE("moebench run refuses what the route kernel does not compute yet, naming the key") {
+TEST_CASE("moebench run refuses what the engine does not compute yet, naming the key") {
   const auto dir = moe::test::scratch_dir("configs-run");
   const std::string out = (dir / "r.json").string();
   struct Refused {
-    const char* model;
+    std::string file;
     std::vector<std::string> says;
   };
+  // A Qwen2-MoE config whose shared width is no whole multiple of the routed one.
+  json odd = json::parse(moe::test::read_text(config("Qwen1.5-MoE-A2.7B")));
+  odd["shared_expert_intermediate_size"] = 5632 + 32;
+  const std::string odd_file = (dir / "odd-shared.json").string();
+  std::ofstream(odd_file) << odd.dump();
+  // Llama-4's input scaling beyond top-1.
+  json scout2 = json::parse(moe::test::read_text(config("Llama-4-Scout-17B-16E")));
+  (scout2.contains("text_config") ? scout2["text_config"] : scout2)["num_experts_per_tok"] = 2;
+  const std::string scout2_file = (dir / "scout-top2.json").string();
+  std::ofstream(scout2_file) << scout2.dump();
+  // A topk_method the engine does not know.
+  json v3 = json::parse(moe::test::read_text(config("DeepSeek-V3")));
+  v3["topk_method"] = "sinkhorn";
+  const std::string v3_file = (dir / "v3-sinkhorn.json").string();
+  std::ofstream(v3_file) << v3.dump();
   const Refused refused[] = {
-      {"DeepSeek-V3", {"n_group = 8, topk_group = 4", "topk_method = \"noaux_tc\"",
-                       "routed_scaling_factor = 2.5"}},
-      {"Qwen1.5-MoE-A2.7B", {"shared_expert_intermediate_size = 5632", "shared_expert_gate"}},
-      {"Llama-4-Scout-17B-16E", {"llama4_text", "sigmoid of the top-1 logit"}},
-      {"gpt-oss-20b", {"swiglu_limit = 7.0"}},
-      {"Phi-3.5-MoE-instruct", {"phimoe", "SparseMixer"}},
+      {config("gpt-oss-20b"), {"swiglu_limit = 7.0"}},
+      {config("Phi-3.5-MoE-instruct"), {"phimoe", "SparseMixer"}},
+      {odd_file, {"shared_expert_intermediate_size = 5664", "not a whole multiple of moe_intermediate_size = 1408"}},
+      {scout2_file, {"num_experts_per_tok = 2", "only at top-1"}},
+      {v3_file, {"topk_method = \"sinkhorn\""}},
   };
   for (const Refused& r : refused) {
-    CAPTURE(r.model);
-    const auto res = moe::test::moebench("run", "bandwidth", "--shape", config(r.model), "-o", out);
+    CAPTURE(r.file);
+    const auto res = moe::test::moebench("run", "bandwidth", "--shape", r.file, "-o", out);
     CHECK(res.exit_code == 2);
     CHECK(res.err.find("does not compute yet") != std::string::npos);
     for (const std::string& s : r.says) CHECK(res.err.find(s) != std::string::npos);
     CHECK(std::count(res.err.begin(), res.err.end(), '\n') == 1);
   }
   CHECK_FALSE(fs::exists(out));
+  // The configs the engine now computes pass the refusal (a dry run: no GPU needed).
+  for (const char* model : {"DeepSeek-V3", "Qwen1.5-MoE-A2.7B", "Llama-4-Scout-17B-16E"}) {
+    CAPTURE(model);
+    CHECK_NOTHROW(moe::refuse_not_computed(load(model)));
+    const auto res = moe::test::moebench("run", "bandwidth", "--dry-run", "--shape", config(model));
+    CHECK(res.exit_code == 0);
+  }
   // A DeepSeek-V2-Lite-style config whose routing keys are at their plain values runs.
   const json v2{{"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"n_routed_experts", 64},
                 {"num_experts_per_tok", 6}, {"n_shared_experts", 2}, {"n_group", 1},
                 {"topk_group", 1}, {"topk_method", "greedy"}, {"routed_scaling_factor", 1.0},
                 {"norm_topk_prob", false}, {"scoring_func", "softmax"}};
   CHECK(moe::shape_from_hf_config(v2, "v2.json").not_computed().empty());
+  CHECK(moe::shape_from_hf_config(v2, "v2.json").dims(moe::kernels::WeightFormat::bf16).plain_routing());
 }
 
 TEST_CASE("config type errors are refused, and messages name the config's own key") {
@@ -178,9 +201,9 @@ TEST_CASE("moebench run --dry-run lists every case and touches no GPU") {
   CHECK(all.out.find("deepseek-v2-lite") != std::string::npos);
   CHECK(all.out.find("copy") != std::string::npos);
   const auto refused =
-      moe::test::moebench("run", "--dry-run", "--shape", config("DeepSeek-V3"));
+      moe::test::moebench("run", "--dry-run", "--shape", config("gpt-oss-20b"));
   CHECK(refused.exit_code == 2);
-  CHECK(refused.err.find("n_group") != std::string::npos);
+  CHECK(refused.err.find("swiglu_limit") != std::string::npos);
   const auto bad = moe::test::moebench("run", "--dry-run", "--ceiling-gbps", "0");
   CHECK(bad.exit_code == 2);
 }
@@ -194,8 +217,14 @@ TEST_CASE("moebench list shapes --shape FILE shows the config as parsed") {
   const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
   CHECK(line.find(" 2048 ") != std::string::npos);
   CHECK(line.find("moe_intermediate_size") != std::string::npos);  // where it came from
-  CHECK(r.out.find("not computed yet (moebench run refuses it): n_group = 8") != std::string::npos);
+  CHECK(r.out.find("runs as parsed") != std::string::npos);  // its grouped choice is computed
+  CHECK(r.out.find("noaux_tc") != std::string::npos);
   CHECK(r.out.find("fingerprint") != std::string::npos);
+  const auto qwen = moe::test::moebench("list", "shapes", "--shape", config("Qwen1.5-MoE-A2.7B"));
+  CHECK(qwen.out.find("computed as 4 shared experts of width 1408 (shared_expert_intermediate_size = 5632)") !=
+        std::string::npos);
+  const auto oss = moe::test::moebench("list", "shapes", "--shape", config("gpt-oss-20b"));
+  CHECK(oss.out.find("not computed yet (moebench run refuses it): swiglu_limit = 7.0") != std::string::npos);
   const auto plain = moe::test::moebench("list", "shapes", "--shape", config("Qwen3-30B-A3B"));
   CHECK(plain.out.find("runs as parsed") != std::string::npos);
   const auto wrong = moe::test::moebench("list", "probes", "--shape", "tiny");
