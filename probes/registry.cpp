@@ -17,6 +17,10 @@ void run_scratch_regrow_probe(ProbeState&);
 void run_host_nonblocking_probe(ProbeState&);
 void run_barrier_probe(ProbeState&);
 void run_stages_probe(ProbeState&);
+#if MOEBENCH_HAVE_NCCL
+void run_ep_ceiling_probe(ProbeState&);
+void run_ep_step_probe(ProbeState&);
+#endif
 
 namespace {
 constexpr std::array kProbes{
@@ -66,6 +70,17 @@ constexpr std::array kProbes{
               "and mode from CUPTI kernel records, each with its own time, its share of the "
               "critical path and its floor",
               &run_stages_probe, false},
+#if MOEBENCH_HAVE_NCCL  // expert parallelism: one worker per GPU of --devices (engine/ep/)
+    ProbeInfo{"ep-ceiling",
+              "the link's ceilings over the GPUs of --devices: ncclAlltoAll bus bandwidth over "
+              "a large buffer and each pair of ranks both ways",
+              &run_ep_ceiling_probe, false},
+    ProbeInfo{"ep-step",
+              "one expert-parallel step per shape, tokens per rank and exchange: dispatch, "
+              "expert compute and combine GPU time per rank, host time, bytes on the wire, GB/s "
+              "against the alltoall ceiling, after every rank's output matched the reference",
+              &run_ep_step_probe, false},
+#endif
 };
 }  // namespace
 

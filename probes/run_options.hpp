@@ -41,6 +41,10 @@ struct RunOptions {
   // routed experts a layer keeps on the device; 0: no cap).
   double hot_share = 0.01;
   std::size_t device_budget = 0;
+  // Expert-parallel probes: the GPUs (one worker process each; empty: all GPUs) and the
+  // `moebench run` arguments of this request that the launcher hands its workers.
+  std::vector<int> devices;
+  std::vector<std::string> worker_args;
   std::string fixtures_dir;
   bool user_set_shapes = false;
   bool user_set_ms = false;

@@ -25,7 +25,8 @@ std::string now_iso8601() {
 
 report::Report execute_run(const RunRequest& request) {
   std::vector<const ProbeInfo*> probes;
-  const RunOptions options = resolve_run_options(request, probes);
+  RunOptions options = resolve_run_options(request, probes);
+  options.worker_args = ep_worker_arguments(request);
 
   report::Report report;
   report.tool = report::tool_info();
@@ -108,6 +109,8 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_flag("--no-kernel-timing", r.no_kernel_timing,
                "Skip CUPTI kernel timing (kernel time and count)");
   run.add_option("--device", r.device, "CUDA device index")->capture_default_str();
+  run.add_option("--devices", r.devices,
+                 "Expert-parallel probes: GPUs, one worker each (\"0,1\" or \"all\", the default)");
   run.add_option("--seed", r.seed, "Seed of weights, inputs and routing")
       ->check(whole_number())
       ->capture_default_str();

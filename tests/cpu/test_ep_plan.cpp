@@ -1,6 +1,6 @@
 // Expert parallelism on the CPU: the expert map (blocks, uneven counts, refusals), the dispatch
 // plan (rows, offsets, capacity and its overflow error), the wire layout, and the sharded step
-// over P virtual ranks against the single-device reference.
+// over P virtual ranks against the single-device reference; a rank's output check; --devices.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/ep/device_list.hpp"
 #include "engine/ep/dispatch_plan.hpp"
 #include "engine/ep/expert_map.hpp"
+#include "engine/ep/rank_output_check.hpp"
 #include "engine/ep/sharded_reference.hpp"
 #include "engine/ep/wire_layout.hpp"
 #include "kernels/moe/bf16.hpp"
@@ -219,4 +221,41 @@ TEST_CASE("sharded step: a mismatched map or over-capacity tokens are refused") 
   CHECK_THROWS_AS(sharded_step_reference(d, 5, ExpertMap::contiguous(8, 3), x, 4, 4, 1), UsageError);
   CHECK_THROWS_AS(sharded_step_reference(d, 5, ExpertMap::contiguous(8, 2), x, 4, 1, 1),
                   CapacityOverflow);
+}
+
+TEST_CASE("a rank's output check passes the sharded reference and fails another rank's tokens") {
+  const kernels::MoeDims d = small_dims(8, 1, 2);
+  const int P = 2, m = 6;
+  const auto x = rank_inputs(d, 21, P, m);
+  const ShardedStep step = sharded_step_reference(d, 21, ExpertMap::contiguous(8, P), x, m, m, 1);
+  for (int r = 0; r < P; ++r) {
+    std::vector<float> out(step.out[r].size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = kernels::round_to_bf16(static_cast<float>(step.out[r][i]));  // as the GPU stores it
+    const RankOutputCheck ok = check_rank_output(d, 21, x[r], out, m, m);
+    CHECK(ok.passed);
+    CHECK(ok.tokens_checked + ok.near_ties_skipped == m);
+    CHECK(ok.rel_l2 < 1e-2);
+  }
+  // Rank 1's outputs presented as rank 0's (rows for the wrong tokens): far outside the bound.
+  std::vector<float> wrong(step.out[1].begin(), step.out[1].end());
+  const RankOutputCheck bad = check_rank_output(d, 21, x[0], wrong, m, m);
+  CHECK_FALSE(bad.passed);
+  CHECK(bad.rel_l2 > 0.1);
+}
+
+TEST_CASE("--devices: indices or all; a missing GPU or a single one is refused in one line") {
+  CHECK(parse_device_list("").empty());
+  CHECK(parse_device_list("all").empty());
+  CHECK(parse_device_list("0,1,3") == std::vector<int>{0, 1, 3});
+  CHECK_THROWS_WITH_AS(parse_device_list("0,,1"), "--devices '0,,1': '' is not a GPU index (give indices like 0,1 or 'all')",
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse_device_list("1,1"), "--devices '1,1': GPU 1 is named twice", UsageError);
+  CHECK_THROWS_AS(parse_device_list("x"), UsageError);
+  CHECK(resolve_devices({}, 4) == std::vector<int>{0, 1, 2, 3});
+  CHECK(resolve_devices({2, 0}, 4) == std::vector<int>{2, 0});
+  CHECK_THROWS_WITH_AS(resolve_devices({0, 2}, 2), "--devices names GPU 2 but this machine has 2 (0..1)",
+                       EnvironmentError);
+  CHECK_THROWS_WITH_AS(resolve_devices({}, 1),
+                       "expert parallelism needs at least two GPUs; 1 visible", EnvironmentError);
 }
