@@ -250,8 +250,10 @@ Rendezvous Rendezvous::join(const LaunchEnv& env, std::chrono::milliseconds time
   return rv;
 }
 
-std::vector<std::string> Rendezvous::all_gather(const std::string& blob) {
-  const auto deadline = Clock::now() + timeout_;
+std::vector<std::string> Rendezvous::all_gather(const std::string& blob,
+                                                std::chrono::milliseconds timeout) {
+  const std::chrono::milliseconds wait = timeout.count() > 0 ? timeout : timeout_;
+  const auto deadline = Clock::now() + wait;
   std::vector<std::string> all(world_);
   all[rank_] = blob;
   if (world_ == 1) return all;
@@ -273,14 +275,14 @@ std::vector<std::string> Rendezvous::all_gather(const std::string& blob) {
       if (rc <= 0) {
         std::string missing;
         for (int r : ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        fail("rank 0 waited " + seconds_text(timeout_) + " for rank(s) " + missing + " of " +
+        fail("rank 0 waited " + seconds_text(wait) + " for rank(s) " + missing + " of " +
              std::to_string(world_) + " (a rank stopped answering)");
       }
       for (std::size_t i = 0; i < fds.size(); ++i)
         if (fds[i].revents) {
           const int r = ranks[i];
           if (!recv_message(peers_[r], all[r], deadline, "rank " + std::to_string(r)))
-            fail("rank " + std::to_string(r) + " did not finish its message within " + seconds_text(timeout_));
+            fail("rank " + std::to_string(r) + " did not finish its message within " + seconds_text(wait));
           have[r] = true;
           --left;
         }
@@ -293,13 +295,13 @@ std::vector<std::string> Rendezvous::all_gather(const std::string& blob) {
     }
     for (int r = 1; r < world_; ++r)
       if (!send_message(peers_[r], table, deadline, "rank " + std::to_string(r)))
-        fail("rank " + std::to_string(r) + " did not take the gathered table within " + seconds_text(timeout_));
+        fail("rank " + std::to_string(r) + " did not take the gathered table within " + seconds_text(wait));
     return all;
   }
   std::string table;
   if (!send_message(peers_[0], blob, deadline, "rank 0") ||
       !recv_message(peers_[0], table, deadline, "rank 0"))
-    fail("rank " + std::to_string(rank_) + " waited " + seconds_text(timeout_) +
+    fail("rank " + std::to_string(rank_) + " waited " + seconds_text(wait) +
          " for the other ranks through rank 0 at " + where_ + " (a rank is missing or stuck)");
   std::size_t at = 0;
   for (int r = 0; r < world_; ++r) {

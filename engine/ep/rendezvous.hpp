@@ -29,8 +29,10 @@ class Rendezvous {
   int rank() const { return rank_; }
   int world() const { return world_; }
 
-  // Every rank gives `blob`; every rank gets all blobs in rank order.
-  std::vector<std::string> all_gather(const std::string& blob);
+  // Every rank gives `blob`; every rank gets all blobs in rank order. `timeout` 0: the
+  // rendezvous's own.
+  std::vector<std::string> all_gather(const std::string& blob,
+                                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Rank 0's `blob` to every rank (the others' argument is ignored).
   std::string broadcast(const std::string& blob);
 

@@ -68,4 +68,11 @@ void ep_ceiling_body(ep::EpWorker& w) {
 void run_ep_ceiling_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_ceiling_body); }
 
 }  // namespace moe
+#else
+#include "probes/ep_common/ep_not_built.hpp"
+#include "probes/probe.hpp"
+
+namespace moe {
+void run_ep_ceiling_probe(ProbeState&) { ep::ep_not_built("ep-ceiling"); }
+}  // namespace moe
 #endif

@@ -8,6 +8,7 @@
 
 #include "common/cuda_check.hpp"
 #include "engine/ep/device_list.hpp"
+#include "engine/fault_injection.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "probes/ep_common/worker_launch.hpp"
 #include "reports/report.hpp"
@@ -27,7 +28,7 @@ Rendezvous join_checked(const LaunchEnv& env, std::chrono::milliseconds timeout)
 }
 
 // This process as the launcher: workers on the GPUs, then rank 0's cases into this report.
-void launch(ProbeState& state) {
+void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadline_extra) {
   nccl();  // one line, exit 3, before any worker starts
   const int visible = Device::count();
   const std::vector<int> devices = resolve_devices(state.options().devices, visible);
@@ -39,7 +40,7 @@ void launch(ProbeState& state) {
   std::filesystem::create_directories(dir);
   // Each worker bounds its own waits by --timeout; this deadline only catches a worker whose
   // watchdog failed (the mutation that removes it), so it is generous.
-  const auto deadline = timeout_of(state) * 8 + std::chrono::seconds(120);
+  const auto deadline = timeout_of(state) * deadline_timeouts + deadline_extra;
   const std::vector<WorkerExit> exits =
       launch_workers(state.options().worker_args, probe, devices, dir.string(), deadline);
   bool have_rank0 = false;
@@ -51,24 +52,30 @@ void launch(ProbeState& state) {
     } catch (const std::exception&) {
     }
   }
-  bool all_ok = true;
-  for (const WorkerExit& w : exits) all_ok = all_ok && (w.exit_code == 0 || w.exit_code == 1);
-  if (!all_ok || !have_rank0) {
+  nlohmann::json per_rank = nlohmann::json::array();
+  std::string killed, failed;
+  for (const WorkerExit& w : exits) {
+    per_rank.push_back({{"rank", w.rank}, {"device", w.device}, {"exit_code", w.exit_code},
+                        {"killed_at_deadline", w.killed_at_deadline}, {"log_tail", w.log_tail}});
+    const std::string who = "rank " + std::to_string(w.rank) + " (GPU " + std::to_string(w.device) + ")";
+    if (w.killed_at_deadline) killed += (killed.empty() ? "" : ", ") + who;
+    else if (w.exit_code != 0 && w.exit_code != 1)
+      failed += (failed.empty() ? "" : "; ") + (who + " exit " + std::to_string(w.exit_code) + ": " + w.log_tail);
+  }
+  if (!killed.empty()) {
+    // A hang that no watchdog ended: only this deadline did. A FAIL of the probe, not an error.
+    report::CaseResult c = state.new_case("workers");
+    c.checks.push_back({"workers_finished_within_deadline", false,
+                        killed + " still running at the launcher's deadline of " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline).count()) +
+                            " s, killed: a wait without a watchdog hung"});
+    c.evidence["per_rank"] = per_rank;
+    c.conclude("");
+    state.add_case(std::move(c));
+  } else if (!failed.empty() || !have_rank0) {
     report::CaseResult c = state.new_case("workers");
     c.verdict = report::Verdict::error;
-    std::string why;
-    nlohmann::json per_rank = nlohmann::json::array();
-    for (const WorkerExit& w : exits) {
-      per_rank.push_back({{"rank", w.rank}, {"device", w.device}, {"exit_code", w.exit_code},
-                          {"killed_at_deadline", w.killed_at_deadline}, {"log_tail", w.log_tail}});
-      if (w.exit_code != 0 && w.exit_code != 1)
-        why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(w.rank) + " (GPU " +
-                                            std::to_string(w.device) + ") exit " +
-                                            std::to_string(w.exit_code) +
-                                            (w.killed_at_deadline ? ", killed at the launcher's deadline" : "") +
-                                            ": " + w.log_tail);
-    }
-    c.reason = why.empty() ? "rank 0 wrote no cases" : why;
+    c.reason = failed.empty() ? "rank 0 wrote no cases" : failed;
     c.evidence["per_rank"] = per_rank;
     state.add_case(std::move(c));
   }
@@ -90,12 +97,14 @@ EpWorker::EpWorker(ProbeState& state, const LaunchEnv& env)
                                            std::to_string(blob.size()) + " bytes");
   std::copy(blob.begin(), blob.end(), reinterpret_cast<char*>(&id));
   MOE_CUDA_CHECK(cudaSetDevice(state.device().index));
-  comm_ = std::make_unique<Communicator>(env_.rank, env_.world, id, timeout_);
+  comm_ = std::make_unique<Communicator>(env_.rank, env_.world, id, timeout_,
+                                         !mutation_active(Mutation::ep_no_watchdog));
 }
 
-std::vector<nlohmann::json> EpWorker::gather(const nlohmann::json& mine) {
+std::vector<nlohmann::json> EpWorker::gather(const nlohmann::json& mine,
+                                             std::chrono::milliseconds timeout) {
   std::vector<nlohmann::json> out;
-  for (const std::string& s : rendezvous_.all_gather(mine.dump())) out.push_back(nlohmann::json::parse(s));
+  for (const std::string& s : rendezvous_.all_gather(mine.dump(), timeout)) out.push_back(nlohmann::json::parse(s));
   return out;
 }
 
@@ -115,10 +124,11 @@ void add_rank_summary(report::CaseResult& c, const std::vector<nlohmann::json>& 
   }
 }
 
-void run_ep_probe(ProbeState& state, void (*body)(EpWorker&)) {
+void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), int deadline_timeouts,
+                  std::chrono::seconds deadline_extra) {
   const std::optional<LaunchEnv> env = launch_env();
   if (!env) {
-    launch(state);
+    launch(state, deadline_timeouts, deadline_extra);
     return;
   }
   EpWorker worker(state, *env);

@@ -31,8 +31,10 @@ class EpWorker {
   Communicator& comm() { return *comm_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
-  // Every rank's `mine`, in rank order, on every rank (through the rendezvous).
-  std::vector<nlohmann::json> gather(const nlohmann::json& mine);
+  // Every rank's `mine`, in rank order, on every rank (through the rendezvous); `timeout` 0:
+  // --timeout.
+  std::vector<nlohmann::json> gather(const nlohmann::json& mine,
+                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
  private:
   ProbeState& state_;
@@ -47,7 +49,10 @@ class EpWorker {
 void add_rank_summary(report::CaseResult& c, const std::vector<nlohmann::json>& per_rank,
                       const std::vector<std::pair<std::string, std::string>>& names_units);
 
-// The launcher or the worker, as described above. `body` runs on every worker rank.
-void run_ep_probe(ProbeState& state, void (*body)(EpWorker&));
+// The launcher or the worker, as described above. `body` runs on every worker rank. The
+// launcher kills workers still running after `deadline_timeouts` x --timeout + `deadline_extra`
+// and then FAILs check workers_finished_within_deadline (case "workers").
+void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), int deadline_timeouts = 8,
+                  std::chrono::seconds deadline_extra = std::chrono::seconds(120));
 
 }  // namespace moe::ep

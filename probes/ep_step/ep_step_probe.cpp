@@ -132,4 +132,11 @@ void ep_step_body(ep::EpWorker& w) {
 void run_ep_step_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_step_body); }
 
 }  // namespace moe
+#else
+#include "probes/ep_common/ep_not_built.hpp"
+#include "probes/probe.hpp"
+
+namespace moe {
+void run_ep_step_probe(ProbeState&) { ep::ep_not_built("ep-step"); }
+}  // namespace moe
 #endif
