@@ -24,6 +24,21 @@ std::size_t WireLayout::combine_block_bytes() const {
   return kHeaderBytes + combine_row_bytes() * static_cast<std::size_t>(capacity);
 }
 
+kernels::ep::WireGeometry WireLayout::geometry() const {
+  kernels::ep::WireGeometry g;
+  g.hidden = hidden;
+  g.top_k = top_k;
+  g.ranks = ranks;
+  g.capacity = capacity;
+  g.dispatch_row_bytes = dispatch_row_bytes();
+  g.dispatch_block_bytes = dispatch_block_bytes();
+  g.combine_row_bytes = combine_row_bytes();
+  g.combine_block_bytes = combine_block_bytes();
+  g.meta_bytes = meta_bytes();
+  g.header_bytes = kHeaderBytes;
+  return g;
+}
+
 WireLayout make_wire_layout(int hidden, int top_k, int ranks, int capacity) {
   if (hidden < 1 || top_k < 1 || ranks < 1)
     throw UsageError("wire layout: hidden, top_k and ranks must be positive");

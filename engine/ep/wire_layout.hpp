@@ -17,6 +17,8 @@
 // order the rows arrived: the destination's weighted sum over the slots it owns (slot order).
 #include <cstddef>
 
+#include "kernels/ep/ep_kernels.hpp"
+
 namespace moe::ep {
 
 struct WireLayout {
@@ -40,6 +42,9 @@ struct WireLayout {
   static constexpr std::size_t experts_offset() { return 4; }
   std::size_t weights_offset() const { return 4 + 4 * static_cast<std::size_t>(top_k); }
   std::size_t hidden_offset() const { return meta_bytes(); }
+
+  // The same sizes as the kernels take them.
+  kernels::ep::WireGeometry geometry() const;
 };
 
 // Throws UsageError for a non-positive dimension or capacity.

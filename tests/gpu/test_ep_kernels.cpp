@@ -38,20 +38,6 @@ kernels::MoeDims test_dims(int shared) {
   return d;
 }
 
-kep::WireGeometry geometry_of(const ep::WireLayout& L) {
-  kep::WireGeometry g;
-  g.hidden = L.hidden;
-  g.top_k = L.top_k;
-  g.ranks = L.ranks;
-  g.capacity = L.capacity;
-  g.dispatch_row_bytes = L.dispatch_row_bytes();
-  g.dispatch_block_bytes = L.dispatch_block_bytes();
-  g.combine_row_bytes = L.combine_row_bytes();
-  g.combine_block_bytes = L.combine_block_bytes();
-  g.meta_bytes = L.meta_bytes();
-  return g;
-}
-
 template <class T>
 DeviceBuffer upload(DeviceAllocator& a, const std::vector<T>& v) {
   DeviceBuffer b = a.allocate(sizeof(T) * std::max<std::size_t>(v.size(), 1));
@@ -115,7 +101,7 @@ TEST_CASE("pack writes the host reference's headers and records, and flags overf
     MOE_CUDA_CHECK(cudaMemset(row_of.data(), 0x7F, sizeof(int) * m * P));
     MOE_CUDA_CHECK(cudaMemset(status.data(), 0, sizeof(unsigned)));
     kep::PackArgs a;
-    a.wire = geometry_of(L);
+    a.wire = L.geometry();
     a.m = m;
     a.experts = d.experts;
     a.topk_ids = ids_d.as<int>();
@@ -148,7 +134,7 @@ TEST_CASE("pack writes the host reference's headers and records, and flags overf
     for (int c : plan.counts) busiest = std::max(busiest, c);
     const ep::WireLayout small = ep::make_wire_layout(d.hidden, d.top_k, P, busiest - 1);
     DeviceBuffer send2 = alloc.allocate(small.dispatch_bytes());
-    a.wire = geometry_of(small);
+    a.wire = small.geometry();
     a.send = send2.as<unsigned char>();
     kep::enqueue_pack_dispatch(a, stream.handle());
     stream.drain();
@@ -176,7 +162,7 @@ TEST_CASE("a sharded step over P virtual ranks on one GPU matches the sharded CP
       CAPTURE(seed);
       const ep::ExpertMap map = ep::ExpertMap::contiguous(d.experts, P);
       const ep::WireLayout L = ep::make_wire_layout(d.hidden, d.top_k, P, m);
-      const kep::WireGeometry g = geometry_of(L);
+      const kep::WireGeometry g = L.geometry();
       DeviceBuffer router = alloc.allocate(kernels::router_bytes(d));
       kernels::generate_router(d, seed, router.as<__nv_bfloat16>(), stream.handle());
       std::vector<DeviceBuffer> weights;

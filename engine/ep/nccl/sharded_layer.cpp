@@ -96,21 +96,6 @@ ShardedLayer::~ShardedLayer() {
     if (e) cudaEventDestroy(e);
 }
 
-kernels::ep::WireGeometry ShardedLayer::geometry() const {
-  kernels::ep::WireGeometry g;
-  g.hidden = wire_.hidden;
-  g.top_k = wire_.top_k;
-  g.ranks = wire_.ranks;
-  g.capacity = wire_.capacity;
-  g.dispatch_row_bytes = wire_.dispatch_row_bytes();
-  g.dispatch_block_bytes = wire_.dispatch_block_bytes();
-  g.combine_row_bytes = wire_.combine_row_bytes();
-  g.combine_block_bytes = wire_.combine_block_bytes();
-  g.meta_bytes = wire_.meta_bytes();
-  g.header_bytes = WireLayout::kHeaderBytes;
-  return g;
-}
-
 void ShardedLayer::generate_input(int first_token) {
   // generate_input fills rows 0..m-1 of a stream; this rank's rows start at first_token.
   const kernels::MoeDims& d = config_.dims;
@@ -127,7 +112,7 @@ void ShardedLayer::generate_input(int first_token) {
 
 void ShardedLayer::enqueue_step(bool timed) {
   const kernels::MoeDims& d = config_.dims;
-  const kernels::ep::WireGeometry g = geometry();
+  const kernels::ep::WireGeometry g = wire_.geometry();
   auto mark = [&](int i) {
     if (timed) MOE_CUDA_CHECK(cudaEventRecord(events_[i], stream_));
   };

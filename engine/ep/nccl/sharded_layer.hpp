@@ -66,8 +66,6 @@ class ShardedLayer {
   std::size_t exchanged_bytes() const { return wire_.dispatch_bytes() + wire_.combine_bytes(); }
 
  private:
-  kernels::ep::WireGeometry geometry() const;
-
   ShardedLayerConfig config_;
   ExpertMap map_;
   Communicator& comm_;
