@@ -299,6 +299,7 @@ std::vector<std::string> ep_worker_arguments(const RunRequest& request) {
   w.output.clear();
   w.in_process = true;
   w.quiet = true;
+  w.repeat = 1;  // the launcher repeats; its workers run each repetition once
   return run_arguments(w);
 }
 

@@ -75,7 +75,8 @@ report::Report execute_run(const RunRequest& request);
 std::vector<std::string> run_arguments(const RunRequest& request);
 
 // The arguments an expert-parallel launcher gives each worker: this request in one process,
-// quiet, without probes, --devices or an output (the probe adds its name, --device and -o).
+// quiet, once, without probes, --devices or an output (the probe adds its name, --device and
+// -o).
 std::vector<std::string> ep_worker_arguments(const RunRequest& request);
 // 0 when every case passed (or was inconclusive), 1 on a failed check, 4 on a probe error.
 int exit_code_for(const report::Report& report);

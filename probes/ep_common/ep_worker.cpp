@@ -47,7 +47,10 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
   if (std::filesystem::exists(exits[0].report_path)) {
     try {
       const report::Report r = report::load_report(exits[0].report_path);
-      for (const report::CaseResult& c : r.cases) state.add_case(c);
+      for (report::CaseResult c : r.cases) {
+        c.name = state.new_case(c.name).name;  // this repetition's label (--repeat)
+        state.add_case(std::move(c));
+      }
       have_rank0 = !r.cases.empty();
     } catch (const std::exception&) {
     }
