@@ -8,6 +8,7 @@
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
 #include "engine/device.hpp"
+#include "probes/ep_common/ep_requirements.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
 #include "reports/table.hpp"
@@ -38,6 +39,7 @@ report::Report execute_run(const RunRequest& request) {
   // The device is touched only now, after every input was accepted.
   std::string why;
   if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
+  ep::check_multi_gpu_requirements(probes, options);
   if (options.device_budget) validate_for_device(options, Device::open(options.device).total_memory());
   report.environment = report::capture_environment(options.device);
   writer.write(report);
