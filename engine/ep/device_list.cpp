@@ -34,7 +34,8 @@ std::vector<int> resolve_devices(const std::vector<int>& asked, int visible) {
   for (int d : out)
     if (d >= visible)
       throw EnvironmentError("--devices names GPU " + std::to_string(d) + " but this machine has " +
-                             std::to_string(visible) + " (0.." + std::to_string(visible - 1) + ")");
+                             (visible > 0 ? std::to_string(visible) + " (0.." + std::to_string(visible - 1) + ")"
+                                          : std::string("none")));
   if (out.size() < 2)
     throw EnvironmentError("expert parallelism needs at least two GPUs; " +
                            std::to_string(out.size()) + " " +

@@ -256,6 +256,8 @@ TEST_CASE("--devices: indices or all; a missing GPU or a single one is refused i
   CHECK(resolve_devices({2, 0}, 4) == std::vector<int>{2, 0});
   CHECK_THROWS_WITH_AS(resolve_devices({0, 2}, 2), "--devices names GPU 2 but this machine has 2 (0..1)",
                        EnvironmentError);
+  CHECK_THROWS_WITH_AS(resolve_devices({0}, 0), "--devices names GPU 0 but this machine has none",
+                       EnvironmentError);
   CHECK_THROWS_WITH_AS(resolve_devices({}, 1),
                        "expert parallelism needs at least two GPUs; 1 visible", EnvironmentError);
 }
