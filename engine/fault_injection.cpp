@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 17> kMutations{{
+constexpr std::array<MutationInfo, 18> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -51,6 +51,9 @@ constexpr std::array<MutationInfo, 17> kMutations{{
     {Mutation::ep_no_watchdog, "ep-no-watchdog",
      "expert-parallel waits block in cudaStreamSynchronize: a silent rank hangs its peers",
      "ep-hang"},
+    {Mutation::ep_reuse_counts, "ep-reuse-counts",
+     "the receive side of an expert-parallel step uses the previous step's row counts, not the "
+     "counts that travel with the rows", "ep-stale-counts"},
 }};
 
 // info() indexes the table by id: an entry out of enum order would describe another mutation.

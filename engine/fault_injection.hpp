@@ -26,6 +26,7 @@ enum class Mutation {
   residency_no_rollback,       // a fault in a residency transition leaves it half applied
   ep_skip_map_handshake,       // a sharded layer is built without the ranks agreeing on the map
   ep_no_watchdog,              // expert-parallel waits block in cudaStreamSynchronize, no abort
+  ep_reuse_counts,             // the receive side uses the previous step's row counts
 };
 
 struct MutationInfo {

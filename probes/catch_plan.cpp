@@ -43,6 +43,8 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
     case Mutation::ep_no_watchdog:
       // The peers hang; only the launcher's deadline ends them (probes/ep_common/ep_worker.cpp).
       return {T{"ep-hang", "workers", {"workers_finished_within_deadline"}}};
+    case Mutation::ep_reuse_counts:
+      return {T{"ep-stale-counts", "m-sequence", {"every_step_matches_reference"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

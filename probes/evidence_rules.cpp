@@ -24,6 +24,7 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
       {"expert-residency", {"graph_live_during_transition", "experts_moved", "fault_injected"}},
       {"ep-expert-map", {"maps_differ", "every_rank_answered"}},
       {"ep-hang", {"silent_rank_joined", "peers_waited_on_it"}},
+      {"ep-stale-counts", {"m_changed_between_steps", "every_rank_answered"}},
   };
   static const std::vector<std::string> kNone;
   const auto it = kRequired.find(probe);

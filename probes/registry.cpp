@@ -21,6 +21,7 @@ void run_ep_ceiling_probe(ProbeState&);
 void run_ep_step_probe(ProbeState&);
 void run_ep_expert_map_probe(ProbeState&);
 void run_ep_hang_probe(ProbeState&);
+void run_ep_stale_counts_probe(ProbeState&);
 
 namespace {
 #if MOEBENCH_HAVE_NCCL
@@ -94,6 +95,10 @@ constexpr std::array kProbes{
               "one rank stays silent in an exchange: the others' watchdog aborts their "
               "communicators within --timeout and names the rank",
               &run_ep_hang_probe, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-stale-counts",
+              "tokens per rank change from step to step on one sharded layer: every step's output "
+              "must match the reference, so the receive side used this step's counts",
+              &run_ep_stale_counts_probe, false, false, 2, kEpUnavailable},
 };
 }  // namespace
 

@@ -57,6 +57,9 @@ struct ExpertRowsArgs {
   const unsigned char* recv = nullptr;   // ranks * dispatch_block_bytes (as received)
   unsigned char* combine_send = nullptr; // ranks * combine_block_bytes: partial per record
   unsigned* status = nullptr;
+  // Null: each block's count is read from its header, as it must be. Non-null only under the
+  // mutation ep-reuse-counts: the counts the previous step received ([ranks]).
+  const int* stale_counts = nullptr;
 };
 // For every valid record of every block: partial[n] = sum over its slots in slot order of
 // weight * expert(hidden)[n], float, into the same record of the same block of combine_send

@@ -46,7 +46,7 @@ __global__ void expert_rows_kernel(ExpertRowsArgs a) {
   extern __shared__ uint4 smem[];
   const int r = blockIdx.x, s = blockIdx.y, K = a.wire.top_k, H = a.dims.hidden;
   const unsigned char* block = a.recv + a.wire.dispatch_block_bytes * s;
-  const int count = reinterpret_cast<const int*>(block)[0];
+  const int count = a.stale_counts ? a.stale_counts[s] : reinterpret_cast<const int*>(block)[0];
   if (count < 0 || count > a.wire.capacity) {
     if (threadIdx.x == 0 && r == 0) atomicOr(a.status, kBadCount);
     return;

@@ -5,6 +5,7 @@
 #include "common/cuda_check.hpp"
 #include "engine/ep/dispatch_plan.hpp"
 #include "engine/ep/map_handshake.hpp"
+#include "engine/fault_injection.hpp"
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/forward.hpp"
 #include "kernels/moe/forward_stages.hpp"
@@ -74,12 +75,13 @@ ShardedLayer::ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& ma
   shared_out_ = allocator_.allocate(sizeof(float) * m * d.hidden);
   row_of_ = allocator_.allocate(sizeof(int) * m * comm.world());
   status_ = allocator_.allocate(sizeof(unsigned));
+  previous_counts_ = allocator_.allocate(sizeof(int) * comm.world());
   send_ = allocator_.allocate(wire_.dispatch_bytes());
   recv_ = allocator_.allocate(wire_.dispatch_bytes());
   combine_send_ = allocator_.allocate(wire_.combine_bytes());
   combine_recv_ = allocator_.allocate(wire_.combine_bytes());
   // Zeroed once: headers of blocks nobody writes stay valid (count 0) and stale bytes are 0.
-  for (DeviceBuffer* b : {&send_, &recv_, &combine_send_, &combine_recv_, &status_})
+  for (DeviceBuffer* b : {&send_, &recv_, &combine_send_, &combine_recv_, &status_, &previous_counts_})
     MOE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream_));
   for (cudaEvent_t& e : events_) MOE_CUDA_CHECK(cudaEventCreate(&e));
   comm_.wait(stream_, "building the sharded layer");
@@ -110,8 +112,12 @@ void ShardedLayer::generate_input(int first_token) {
   comm_.wait(stream_, "uploading the input");
 }
 
-void ShardedLayer::enqueue_step(bool timed) {
+void ShardedLayer::enqueue_step(bool timed, int active) {
   const kernels::MoeDims& d = config_.dims;
+  if (active < 0 || active > config_.m)
+    throw UsageError("sharded layer: " + std::to_string(active) + " active tokens, the layer holds " +
+                     std::to_string(config_.m));
+  const int n = active > 0 ? active : config_.m;
   const kernels::ep::WireGeometry g = wire_.geometry();
   auto mark = [&](int i) {
     if (timed) MOE_CUDA_CHECK(cudaEventRecord(events_[i], stream_));
@@ -119,7 +125,7 @@ void ShardedLayer::enqueue_step(bool timed) {
   mark(0);
   kernels::MoeForwardArgs route;
   route.dims = d;
-  route.m = config_.m;
+  route.m = n;
   route.x = x_.as<__nv_bfloat16>();
   route.out = out_.as<__nv_bfloat16>();
   route.router = router_.as<__nv_bfloat16>();
@@ -127,13 +133,13 @@ void ShardedLayer::enqueue_step(bool timed) {
   route.experts.down = down_table_.as<const void* const>();
   route.scratch = scratch_.data();
   route.scratch_bytes = scratch_bytes_;
-  const kernels::ScratchLayout layout = kernels::scratch_layout(d, config_.m);
+  const kernels::ScratchLayout layout = kernels::scratch_layout(d, n);  // fits: n <= m
   kernels::enqueue_route(route, layout, stream_);
   mark(1);
 
   kernels::ep::PackArgs pack;
   pack.wire = g;
-  pack.m = config_.m;
+  pack.m = n;
   pack.experts = d.experts;
   pack.topk_ids = layout.at<int>(scratch_.data(), layout.topk_ids);
   pack.topk_weights = layout.at<float>(scratch_.data(), layout.topk_weights);
@@ -156,10 +162,16 @@ void ShardedLayer::enqueue_step(bool timed) {
   rows.recv = recv_.as<unsigned char>();
   rows.combine_send = combine_send_.as<unsigned char>();
   rows.status = status_.as<unsigned>();
+  const bool reuse_counts = mutation_active(Mutation::ep_reuse_counts);
+  if (reuse_counts) rows.stale_counts = previous_counts_.as<int>();
   kernels::ep::enqueue_expert_rows(rows, stream_);
+  if (reuse_counts)  // the bug: remember this step's counts for the next one
+    MOE_CUDA_CHECK(cudaMemcpy2DAsync(previous_counts_.data(), sizeof(int), recv_.data(),
+                                     wire_.dispatch_block_bytes(), sizeof(int), wire_.ranks,
+                                     cudaMemcpyDeviceToDevice, stream_));
   kernels::ep::SharedRowsArgs shared;
   shared.dims = d;
-  shared.m = config_.m;
+  shared.m = n;
   shared.x = x_.as<__nv_bfloat16>();
   shared.gate_up = shared_gate_up_table_.as<const void* const>();
   shared.down = shared_down_table_.as<const void* const>();
@@ -171,7 +183,7 @@ void ShardedLayer::enqueue_step(bool timed) {
                    wire_.combine_block_bytes(), stream_);
   kernels::ep::CombineArgs combine;
   combine.wire = g;
-  combine.m = config_.m;
+  combine.m = n;
   combine.row_of = row_of_.as<int>();
   combine.combine_recv = combine_recv_.as<unsigned char>();
   combine.shared = d.shared > 0 ? shared_out_.as<float>() : nullptr;

@@ -49,13 +49,14 @@ class ShardedLayer {
 
   // Writes this rank's tokens [m, H] bf16 (generated input rows first_token .. + m - 1).
   void generate_input(int first_token);
-  // Enqueues one step; with `timed`, events around each part (read with times()).
-  void enqueue_step(bool timed = false);
+  // Enqueues one step over the first `active` tokens (0: all m; at most m); with `timed`,
+  // events around each part (read with finish()).
+  void enqueue_step(bool timed = false, int active = 0);
   // Waits for the step (watchdog), raises CapacityOverflow / a corrupt-block error from the
   // device status word, and returns the part times when the step was timed.
   StepTimes finish(const std::string& what);
 
-  std::vector<float> output_host();  // [m, H] as floats
+  std::vector<float> output_host();  // [m, H] as floats (rows past the last step's active: stale)
   std::vector<float> input_host();   // [m, H] as floats
   const WireLayout& wire() const { return wire_; }
   const ExpertMap& map() const { return map_; }
@@ -76,6 +77,7 @@ class ShardedLayer {
   DeviceBuffer router_, gate_up_table_, down_table_, shared_gate_up_table_, shared_down_table_;
   DeviceBuffer owner_, local_index_, scratch_, x_, out_, shared_out_, row_of_, status_;
   DeviceBuffer send_, recv_, combine_send_, combine_recv_;
+  DeviceBuffer previous_counts_;  // [ranks]: read only under the mutation ep-reuse-counts
   std::size_t scratch_bytes_ = 0;
   cudaEvent_t events_[5] = {};
 };
