@@ -1,8 +1,9 @@
 // The NCCL exchange and the sharded layer on two or more GPUs of this host, one thread a rank
 // (rendezvous over 127.0.0.1, a communicator each, as separate processes would): both exchanges
 // move every block to its rank, the sharded layer's output on every rank matches the
-// single-device CPU reference, and a rank that never enqueues its half makes the others'
-// watchdog abort within the timeout. Skips (77) with fewer than two GPUs or without NCCL.
+// single-device CPU reference (also as M changes from step to step), and a rank that never
+// enqueues its half makes the others' watchdog abort within the timeout. Skips (77) with fewer
+// than two GPUs or without NCCL.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -141,6 +142,44 @@ TEST_CASE("the sharded layer on every rank matches the single-device CPU referen
       CHECK_MESSAGE(checks[r].passed, checks[r].detail);
       CHECK(checks[r].tokens_checked > 0);
     }
+  }
+}
+
+TEST_CASE("one sharded layer over steps whose tokens per rank change matches on every step") {
+  const int world = ranks_or_skip();
+  kernels::MoeDims d;
+  d.hidden = 256;
+  d.inter = 128;
+  d.experts = 8;
+  d.shared = 0;
+  d.top_k = 2;
+  const std::vector<int> sequence{4, 24, 2, 24, 1};
+  std::vector<std::string> failures(world);
+  const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+    DeviceAllocator alloc;
+    Stream stream;
+    ep::ShardedLayerConfig cfg;
+    cfg.dims = d;
+    cfg.seed = 991;
+    cfg.m = 24;
+    cfg.exchange = ep::default_exchange_kind();
+    ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
+    layer.generate_input(r * 24);
+    const std::vector<float> x = layer.input_host();
+    for (int m : sequence) {
+      layer.enqueue_step(false, m);
+      layer.finish("a step");
+      const std::vector<float> out = layer.output_host();
+      const std::size_t n = static_cast<std::size_t>(m) * d.hidden;
+      const ep::RankOutputCheck c = ep::check_rank_output(d, cfg.seed, {x.begin(), x.begin() + n},
+                                                          {out.begin(), out.begin() + n}, m, m);
+      if (!c.passed) failures[r] += "m=" + std::to_string(m) + ": " + c.detail + "; ";
+    }
+  });
+  for (int r = 0; r < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[r] == "");
+    CHECK(failures[r] == "");
   }
 }
 
