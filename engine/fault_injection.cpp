@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 15> kMutations{{
+constexpr std::array<MutationInfo, 18> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -45,6 +45,15 @@ constexpr std::array<MutationInfo, 15> kMutations{{
     {Mutation::residency_no_rollback, "residency-no-rollback",
      "a fault in a residency transition leaves it half applied instead of rolling back",
      "expert-residency"},
+    {Mutation::ep_skip_map_handshake, "ep-skip-map-handshake",
+     "a sharded layer is built without the expert-map handshake: ranks that disagree on the map "
+     "compute other experts' rows", "ep-expert-map"},
+    {Mutation::ep_no_watchdog, "ep-no-watchdog",
+     "expert-parallel waits block in cudaStreamSynchronize: a silent rank hangs its peers",
+     "ep-hang"},
+    {Mutation::ep_reuse_counts, "ep-reuse-counts",
+     "the receive side of an expert-parallel step uses the previous step's row counts, not the "
+     "counts that travel with the rows", "ep-stale-counts"},
 }};
 
 // info() indexes the table by id: an entry out of enum order would describe another mutation.

@@ -24,6 +24,9 @@ enum class Mutation {
   telemetry_reset_in_capture,  // the telemetry reset's refusal during capture removed
   residency_under_live_graph,  // a residency transition is applied while a graph holds the tables
   residency_no_rollback,       // a fault in a residency transition leaves it half applied
+  ep_skip_map_handshake,       // a sharded layer is built without the ranks agreeing on the map
+  ep_no_watchdog,              // expert-parallel waits block in cudaStreamSynchronize, no abort
+  ep_reuse_counts,             // the receive side uses the previous step's row counts
 };
 
 struct MutationInfo {

@@ -38,6 +38,13 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       return {T{"expert-residency", "transition", {"transition_refused_under_live_graph"}}};
     case Mutation::residency_no_rollback:
       return {T{"expert-residency", "transition", {"fault_rolls_back"}}};
+    case Mutation::ep_skip_map_handshake:
+      return {T{"ep-expert-map", "disagreeing-map", {"disagreement_refused"}}};
+    case Mutation::ep_no_watchdog:
+      // The peers hang; only the launcher's deadline ends them (probes/ep_common/ep_worker.cpp).
+      return {T{"ep-hang", "workers", {"workers_finished_within_deadline"}}};
+    case Mutation::ep_reuse_counts:
+      return {T{"ep-stale-counts", "m-sequence", {"every_step_matches_reference"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

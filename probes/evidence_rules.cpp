@@ -22,6 +22,9 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
       {"route-telemetry",
        {"replays_in_window", "reset_called_while_capturing", "overflow_forced", "two_engines_armed_at_once"}},
       {"expert-residency", {"graph_live_during_transition", "experts_moved", "fault_injected"}},
+      {"ep-expert-map", {"maps_differ", "every_rank_answered"}},
+      {"ep-hang", {"silent_rank_joined", "peers_waited_on_it"}},
+      {"ep-stale-counts", {"m_changed_between_steps", "every_rank_answered"}},
   };
   static const std::vector<std::string> kNone;
   const auto it = kRequired.find(probe);

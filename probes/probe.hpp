@@ -51,6 +51,9 @@ struct ProbeInfo {
   void (*run)(ProbeState&);
   bool in_default_suite;
   bool histogram = false;  // writes routing histograms (per-expert counts) when asked (--histogram)
+  int min_gpus = 1;        // the expert-parallel probes need two; selftest skips them on fewer
+  // Non-empty: why this build cannot run it (built without NCCL); selftest skips it.
+  std::string_view not_built{};
 };
 
 // Every probe moebench has, in the order the default suite runs them.

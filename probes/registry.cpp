@@ -17,8 +17,18 @@ void run_scratch_regrow_probe(ProbeState&);
 void run_host_nonblocking_probe(ProbeState&);
 void run_barrier_probe(ProbeState&);
 void run_stages_probe(ProbeState&);
+void run_ep_ceiling_probe(ProbeState&);
+void run_ep_step_probe(ProbeState&);
+void run_ep_expert_map_probe(ProbeState&);
+void run_ep_hang_probe(ProbeState&);
+void run_ep_stale_counts_probe(ProbeState&);
 
 namespace {
+#if MOEBENCH_HAVE_NCCL
+constexpr std::string_view kEpUnavailable{};
+#else
+constexpr std::string_view kEpUnavailable{MOEBENCH_NCCL_MISSING_REASON};
+#endif
 constexpr std::array kProbes{
     ProbeInfo{"copy",
               "device memory ceilings: read-only stream (the read ceiling), cudaMemcpy D2D and "
@@ -66,6 +76,29 @@ constexpr std::array kProbes{
               "and mode from CUPTI kernel records, each with its own time, its share of the "
               "critical path and its floor",
               &run_stages_probe, false},
+    // Expert parallelism: one worker per GPU of --devices (engine/ep/). Built without NCCL
+    // they are listed as not built, and running one says why (exit 3).
+    ProbeInfo{"ep-ceiling",
+              "the link's ceilings over the GPUs of --devices: ncclAlltoAll bus bandwidth over "
+              "a large buffer and each pair of ranks both ways",
+              &run_ep_ceiling_probe, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-step",
+              "one expert-parallel step per shape, tokens per rank and exchange: dispatch, "
+              "expert compute and combine GPU time per rank, host time, bytes on the wire, GB/s "
+              "against the alltoall ceiling, after every rank's output matched the reference",
+              &run_ep_step_probe, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-expert-map",
+              "one rank holds another expert map: building the sharded layer must be refused on "
+              "every rank with the ranks named, never a hang or wrong tokens",
+              &run_ep_expert_map_probe, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-hang",
+              "one rank stays silent in an exchange: the others' watchdog aborts their "
+              "communicators within --timeout and names the rank",
+              &run_ep_hang_probe, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-stale-counts",
+              "tokens per rank change from step to step on one sharded layer: every step's output "
+              "must match the reference, so the receive side used this step's counts",
+              &run_ep_stale_counts_probe, false, false, 2, kEpUnavailable},
 };
 }  // namespace
 

@@ -50,6 +50,10 @@ struct RunOptions {
   // elsewhere.
   Peer peer = Peer::none;
   bool peer_required = false;
+  // Expert-parallel probes: the GPUs (one worker process each; empty: all GPUs) and the
+  // `moebench run` arguments of this request that the launcher hands its workers.
+  std::vector<int> devices;
+  std::vector<std::string> worker_args;
   std::string fixtures_dir;
   bool user_set_shapes = false;
   bool user_set_ms = false;

@@ -67,6 +67,10 @@ int list(const std::string& what, const std::string& fixtures,
       rows.push_back({std::string(p.name), p.in_default_suite ? "yes" : "no",
                       std::string(p.description)});
     std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
+    for (const ProbeInfo& p : all_probes())
+      if (!p.not_built.empty())
+        std::printf("%.*s: not built, cannot run: %.*s\n", static_cast<int>(p.name.size()),
+                    p.name.data(), static_cast<int>(p.not_built.size()), p.not_built.data());
   }
   if (all || what == "shapes") {
     if (all) std::printf("\n");

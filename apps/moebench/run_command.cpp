@@ -9,6 +9,7 @@
 #include "common/errors.hpp"
 #include "engine/device.hpp"
 #include "kernels/peer/cublas_library.hpp"
+#include "probes/ep_common/ep_requirements.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
 #include "reports/table.hpp"
@@ -26,7 +27,8 @@ std::string now_iso8601() {
 
 report::Report execute_run(const RunRequest& request) {
   std::vector<const ProbeInfo*> probes;
-  const RunOptions options = resolve_run_options(request, probes);
+  RunOptions options = resolve_run_options(request, probes);
+  options.worker_args = ep_worker_arguments(request);
 
   report::Report report;
   report.tool = report::tool_info();
@@ -43,6 +45,7 @@ report::Report execute_run(const RunRequest& request) {
   // The device is touched only now, after every input was accepted.
   std::string why;
   if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
+  ep::check_multi_gpu_requirements(probes, options);
   if (options.device_budget) validate_for_device(options, Device::open(options.device).total_memory());
   report.environment = report::capture_environment(options.device);
   writer.write(report);
@@ -114,6 +117,8 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_flag("--no-kernel-timing", r.no_kernel_timing,
                "Skip CUPTI kernel timing (kernel time and count)");
   run.add_option("--device", r.device, "CUDA device index")->capture_default_str();
+  run.add_option("--devices", r.devices,
+                 "Expert-parallel probes: GPUs, one worker each (\"0,1\" or \"all\", the default)");
   run.add_option("--seed", r.seed, "Seed of weights, inputs and routing")
       ->check(whole_number())
       ->capture_default_str();

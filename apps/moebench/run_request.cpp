@@ -10,6 +10,7 @@
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
+#include "engine/ep/device_list.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/probe.hpp"
 #include "reports/metadata.hpp"
@@ -220,6 +221,7 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   o.device = r.device;
   o.seed = r.seed;
   o.copy_bytes = r.copy_bytes;
+  o.devices = ep::parse_device_list(r.devices);
   if (r.repeat < 1 || r.repeat > 10000)
     throw UsageError("--repeat " + std::to_string(r.repeat) + " is out of range: 1..10000");
   o.repeat = r.repeat;
@@ -304,6 +306,17 @@ int exit_code_for(const report::Report& r) {
   return to_int(ExitCode::probe_error);
 }
 
+std::vector<std::string> ep_worker_arguments(const RunRequest& request) {
+  RunRequest w = request;
+  w.probes.clear();
+  w.devices.clear();
+  w.output.clear();
+  w.in_process = true;
+  w.quiet = true;
+  w.repeat = 1;  // the launcher repeats; its workers run each repetition once
+  return run_arguments(w);
+}
+
 std::vector<std::string> run_arguments(const RunRequest& r) {
   auto join = [](const auto& v) {
     std::string out;
@@ -334,6 +347,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
                      "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
                      "--engines", num(r.engines), "--barrier-reps", num(r.barrier_reps),
                      "--max-layers", num(r.max_layers)});
+  if (!r.devices.empty()) a.insert(a.end(), {"--devices", r.devices});
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
   for (const std::string& s : r.switches) a.insert(a.end(), {"--switch", s});
   if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});

@@ -33,6 +33,7 @@ struct RunRequest {
   int warmup = 1;
   bool no_kernel_timing = false;
   int device = 0;
+  std::string devices;  // --devices: the expert-parallel probes' GPUs, "0,1" or "all"
   std::uint64_t seed = 1;
   std::size_t copy_bytes = 0;
   int repeat = 1;
@@ -78,6 +79,10 @@ report::Report execute_run(const RunRequest& request);
 // The `moebench run` arguments (after the program name) that make the same request.
 std::vector<std::string> run_arguments(const RunRequest& request);
 
+// The arguments an expert-parallel launcher gives each worker: this request in one process,
+// quiet, once, without probes, --devices or an output (the probe adds its name, --device and
+// -o).
+std::vector<std::string> ep_worker_arguments(const RunRequest& request);
 // 0 when every case passed (or was inconclusive), 1 on a failed check, 4 on a probe error.
 int exit_code_for(const report::Report& report);
 

@@ -91,10 +91,19 @@ struct Row {
 
 std::vector<Row> matrix() {
   std::vector<std::string> probes = clean_only_probes();
+  // A probe not built here (the expert-parallel ones without NCCL) or needing more GPUs than
+  // the machine has gets no rows.
+  const int gpus = Device::count();
+  auto runnable = [&](const std::string& name) {
+    for (const ProbeInfo& p : all_probes())
+      if (p.name == name) return p.not_built.empty() && p.min_gpus <= gpus;
+    return false;
+  };
   for (const MutationInfo& m : all_mutations())
     if (m.historic_bug)
       for (const report::CatchTarget& t : catch_targets(m))
-        if (std::find(probes.begin(), probes.end(), t.probe) == probes.end()) probes.push_back(t.probe);
+        if (runnable(t.probe) && std::find(probes.begin(), probes.end(), t.probe) == probes.end())
+          probes.push_back(t.probe);
   std::vector<Row> rows;
   for (const std::string& probe : probes) {
     // two-engine's catch must not rest on the allocator's layout: both modes.

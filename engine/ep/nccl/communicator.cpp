@@ -1,0 +1,96 @@
+#include "engine/ep/nccl/communicator.hpp"
+
+#include <thread>
+
+#include "common/cuda_check.hpp"
+#include "common/errors.hpp"
+#include "engine/ep/nccl/nccl_library.hpp"
+
+namespace moe::ep {
+
+namespace {
+std::string seconds_text(std::chrono::milliseconds t) {
+  return std::to_string(static_cast<double>(t.count()) / 1000.0).substr(0, 5) + " s";
+}
+}  // namespace
+
+Communicator::Communicator(int rank, int world, const ncclUniqueId& id,
+                           std::chrono::milliseconds timeout, bool watchdog)
+    : rank_(rank), world_(world), timeout_(timeout), watchdog_(watchdog) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // init and every call return at once; poll() waits with a deadline
+  MOE_NCCL_CHECK(nccl().CommInitRankConfig(&comm_, world, id, rank, &config));
+  poll("ncclCommInitRankConfig (" + std::to_string(world) + " ranks)", nullptr);
+}
+
+Communicator::~Communicator() {
+  if (!comm_ || aborted_) return;  // ncclCommAbort has freed it already
+  try {
+    // Finalize flushes outstanding work; a peer that is gone makes it wait, so it is watched
+    // (and poll() aborts at the deadline).
+    nccl().CommFinalize(comm_);
+    poll("ncclCommFinalize", nullptr);
+    nccl().CommDestroy(comm_);
+  } catch (...) {
+    // poll() aborted the communicator; a destructor must not throw.
+  }
+}
+
+void Communicator::abort() {
+  if (aborted_ || !comm_) return;
+  aborted_ = true;
+  nccl().CommAbort(comm_);
+}
+
+void Communicator::settle(const std::string& what) { poll(what, nullptr); }
+
+void Communicator::wait(cudaStream_t stream, const std::string& what) {
+  if (!watchdog_) {
+    // The mutation: a plain synchronize, which waits forever on a peer that never sends.
+    MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  poll(what, stream);
+}
+
+void Communicator::poll(const std::string& what, cudaStream_t stream) {
+  if (aborted_)
+    throw Error(ExitCode::probe_error,
+                "rank " + std::to_string(rank_) + ": " + what + ": the communicator was aborted");
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto pause = std::chrono::microseconds(5);
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t q = nccl().CommGetAsyncError(comm_, &state);
+    if (q != ncclSuccess) state = q;
+    if (state != ncclSuccess && state != ncclInProgress) {
+      const char* last = nccl().GetLastError(comm_);
+      const std::string detail = std::string(nccl().GetErrorString(state)) +
+                                 (last && *last ? " (" + std::string(last) + ")" : "");
+      abort();
+      throw Error(ExitCode::probe_error, "rank " + std::to_string(rank_) + ": " + what +
+                                             ": NCCL error " + detail + "; communicator aborted");
+    }
+    bool idle = state == ncclSuccess;
+    if (idle && stream) {
+      const cudaError_t s = cudaStreamQuery(stream);
+      if (s != cudaSuccess && s != cudaErrorNotReady) {
+        abort();
+        throw_cuda_error(s, ("cudaStreamQuery after " + what).c_str(), __FILE__, __LINE__);
+      }
+      idle = s == cudaSuccess;
+    }
+    if (idle) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      abort();
+      throw Error(ExitCode::probe_error,
+                  "rank " + std::to_string(rank_) + ": " + what + " did not finish within " +
+                      seconds_text(timeout_) +
+                      " (a peer rank is missing or stuck); communicator aborted");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+}  // namespace moe::ep

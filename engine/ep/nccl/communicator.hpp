@@ -1,0 +1,50 @@
+#pragma once
+// One rank's NCCL communicator with a watchdog. Nothing that waits on NCCL may hang: the
+// communicator is non-blocking, and every wait (init, each enqueue, a stream's completion,
+// finalize) polls ncclCommGetAsyncError against a deadline; on an error or at the deadline it
+// calls ncclCommAbort, which also unblocks NCCL kernels stuck on a peer that is gone, and throws
+// naming the rank and what it waited for.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <string>
+
+namespace moe::ep {
+
+class Communicator {
+ public:
+  // `watchdog` false is the mutation that removes it (probe ep-hang): waits then block in
+  // cudaStreamSynchronize like an engine without one, and only the parent's timeout ends them.
+  Communicator(int rank, int world, const ncclUniqueId& id, std::chrono::milliseconds timeout,
+               bool watchdog = true);
+  ~Communicator();  // finalize within the timeout, else abort; abort after any failure
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  ncclComm_t get() const { return comm_; }
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+
+  // After a group of enqueued calls: waits out ncclInProgress, raises any asynchronous error.
+  void settle(const std::string& what);
+  // Waits until everything enqueued on `stream` has finished, watching the communicator.
+  void wait(cudaStream_t stream, const std::string& what);
+  // Aborts now (the communicator is unusable afterwards); idempotent.
+  void abort();
+  bool aborted() const { return aborted_; }
+
+ private:
+  // Polls until the communicator's state is not ncclInProgress; on an error or past the
+  // deadline aborts and throws. `stream` non-null: also until the stream is idle.
+  void poll(const std::string& what, cudaStream_t stream);
+
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0;
+  int world_ = 0;
+  std::chrono::milliseconds timeout_;
+  bool watchdog_ = true;
+  bool aborted_ = false;
+};
+
+}  // namespace moe::ep

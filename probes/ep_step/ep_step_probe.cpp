@@ -1,0 +1,142 @@
+// Probe ep-step: one expert-parallel decode step of a real shape over the workers' GPUs, per
+// tokens per rank and exchange: route, dispatch (pack + exchange), expert compute and combine
+// (return exchange + combine) GPU time per rank, host enqueue time, bytes on the wire and the
+// exchanges' GB/s against the alltoall ceiling measured in the same run. Times are reported
+// only after every rank's output matched the single-device CPU reference.
+#if MOEBENCH_HAVE_NCCL
+#include <algorithm>
+#include <chrono>
+
+#include "common/cuda_check.hpp"
+#include "engine/ep/expert_map.hpp"
+#include "engine/ep/nccl/exchange.hpp"
+#include "engine/ep/nccl/nccl_library.hpp"
+#include "engine/ep/nccl/sharded_layer.hpp"
+#include "engine/ep/rank_output_check.hpp"
+#include "engine/stream.hpp"
+#include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_common/link_ceiling.hpp"
+#include "probes/layer_check.hpp"
+#include "probes/moe_defaults.hpp"
+
+namespace moe {
+
+namespace {
+
+const std::vector<const char*> kEpShapes{"deepseek-v3", "qwen3-30b-a3b", "deepseek-v2-lite"};
+const std::vector<int> kEpTokens{1, 8, 32, 128};
+constexpr int kWarmup = 3;
+constexpr int kReps = 20;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::vector<ep::ExchangeKind> exchanges() {
+  std::vector<ep::ExchangeKind> k{ep::ExchangeKind::sendrecv};
+  if (ep::nccl().AlltoAll) k.insert(k.begin(), ep::ExchangeKind::alltoall);
+  return k;
+}
+
+void ep_step_body(ep::EpWorker& w) {
+  ProbeState& state = w.state();
+  Stream stream(Stream::SyncPolicy::eager);
+  // The ceiling first, on the same communicator: what the exchanges are measured against.
+  const ep::LinkSample ceiling =
+      ep::measure_alltoall(w.comm(), state.allocator(), std::size_t{256} << 20, 10, stream.handle());
+  for (const Shape& shape : shapes_or_default(state, kEpShapes)) {
+    const kernels::MoeDims dims = shape.dims(kernels::WeightFormat::bf16);
+    const ep::ExpertMap map = ep::ExpertMap::contiguous(dims.experts, w.world());
+    for (int m : ms_or_default(state, kEpTokens))
+      for (ep::ExchangeKind kind : exchanges()) {
+        ep::ShardedLayerConfig cfg;
+        cfg.dims = dims;
+        cfg.seed = derive_seed(state.options().seed, 0xE9);
+        cfg.m = m;
+        cfg.exchange = kind;
+        nlohmann::json mine{{"rank", w.rank()}, {"device", state.device().index}};
+        {
+          ep::ShardedLayer layer(cfg, map, w.comm(), w.rendezvous(), state.allocator(), stream.handle());
+          layer.generate_input(w.rank() * m);
+          layer.enqueue_step(false);
+          layer.finish("the checked step");
+          const ep::RankOutputCheck check = ep::check_rank_output(
+              dims, cfg.seed, layer.input_host(), layer.output_host(), m, affordable_tokens(dims, m));
+          mine["passed"] = check.passed;
+          mine["rel_l2"] = check.rel_l2;
+          mine["check"] = check.detail;
+          mine["tokens_checked"] = check.tokens_checked;
+          if (check.passed) {
+            for (int i = 0; i < kWarmup; ++i) {
+              layer.enqueue_step(false);
+              layer.finish("a warm-up step");
+            }
+            std::vector<double> route, dispatch, compute, combine, host;
+            for (int i = 0; i < kReps; ++i) {
+              const auto t0 = std::chrono::steady_clock::now();
+              layer.enqueue_step(true);
+              host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+              const ep::StepTimes t = layer.finish("a timed step");
+              route.push_back(t.route_us);
+              dispatch.push_back(t.dispatch_us);
+              compute.push_back(t.compute_us);
+              combine.push_back(t.combine_us);
+            }
+            const double dispatch_us = median(dispatch), combine_us = median(combine);
+            mine["route_us"] = median(route);
+            mine["dispatch_us"] = dispatch_us;
+            mine["compute_us"] = median(compute);
+            mine["combine_us"] = combine_us;
+            mine["step_us"] = median(route) + dispatch_us + median(compute) + combine_us;
+            mine["host_enqueue_us"] = median(host);
+            mine["wire_bytes"] = layer.wire_bytes_sent();
+            mine["exchanged_bytes"] = layer.exchanged_bytes();
+            const double gbps = static_cast<double>(layer.exchanged_bytes()) / ((dispatch_us + combine_us) * 1e3);
+            mine["exchange_gbps"] = gbps;
+            mine["ceiling_bus_gbps"] = ceiling.bus_gbps;
+            mine["share_of_ceiling"] = ceiling.bus_gbps > 0 ? gbps / ceiling.bus_gbps : 0.0;
+          }
+        }
+        const std::vector<nlohmann::json> ranks = w.gather(mine);
+        if (w.rank() != 0) continue;
+        report::CaseResult c = moe_case(state, std::string(ep::to_string(kind)), shape,
+                                        kernels::WeightFormat::bf16, m, "eager");
+        c.require({"outputs_checked"});
+        bool ok = true;
+        std::string detail;
+        for (const auto& r : ranks) {
+          ok = ok && r["passed"].get<bool>();
+          detail += (detail.empty() ? "" : "; ") + ("rank " + std::to_string(r["rank"].get<int>()) + ": " + r["check"].get<std::string>());
+        }
+        c.checks.push_back({"output_matches_reference", ok, detail});
+        c.prove("outputs_checked", ok, "an output did not match the reference");
+        if (ok)
+          ep::add_rank_summary(c, ranks, {{"route_us", "us"}, {"dispatch_us", "us"}, {"compute_us", "us"},
+                                          {"combine_us", "us"}, {"step_us", "us"}, {"host_enqueue_us", "us"},
+                                          {"wire_bytes", "bytes"}, {"exchange_gbps", "GB/s"},
+                                          {"share_of_ceiling", "ratio"}});
+        else
+          c.evidence["per_rank"] = ranks;
+        c.parameters["ranks"] = w.world();
+        c.parameters["exchange"] = std::string(ep::to_string(kind));
+        c.parameters["map"] = map.describe();
+        c.conclude("output matched the reference on every rank; times per rank");
+        state.add_case(std::move(c));
+      }
+  }
+}
+
+}  // namespace
+
+void run_ep_step_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_step_body); }
+
+}  // namespace moe
+#else
+#include "probes/ep_common/ep_not_built.hpp"
+#include "probes/probe.hpp"
+
+namespace moe {
+void run_ep_step_probe(ProbeState&) { ep::ep_not_built("ep-step"); }
+}  // namespace moe
+#endif

@@ -1,0 +1,211 @@
+// The NCCL exchange and the sharded layer on two or more GPUs of this host, one thread a rank
+// (rendezvous over 127.0.0.1, a communicator each, as separate processes would): both exchanges
+// move every block to its rank, the sharded layer's output on every rank matches the
+// single-device CPU reference (also as M changes from step to step), and a rank that never
+// enqueues its half makes the others' watchdog abort within the timeout. Skips (77) with fewer
+// than two GPUs or without NCCL.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+
+#if MOEBENCH_HAVE_NCCL
+#include "common/cuda_check.hpp"
+#include "engine/device.hpp"
+#include "engine/device_allocator.hpp"
+#include "engine/ep/nccl/communicator.hpp"
+#include "engine/ep/nccl/exchange.hpp"
+#include "engine/ep/nccl/nccl_library.hpp"
+#include "engine/ep/nccl/sharded_layer.hpp"
+#include "engine/ep/rank_output_check.hpp"
+#include "engine/ep/rendezvous.hpp"
+#include "engine/stream.hpp"
+#include "probes/ep_common/worker_launch.hpp"
+
+using namespace moe;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Skips the whole executable, as gpu_main does without a GPU.
+int ranks_or_skip() {
+  const int n = Device::count();
+  if (n < 2) {
+    std::printf("SKIPPED: the expert-parallel exchange needs two GPUs, this machine has %d\n", n);
+    std::exit(77);
+  }
+  try {
+    ep::nccl();
+  } catch (const std::exception& e) {
+    std::printf("SKIPPED: %s\n", e.what());
+    std::exit(77);
+  }
+  return std::min(n, 4);
+}
+
+// body(rank, rendezvous, communicator) on one thread per rank; returns each rank's error text.
+std::vector<std::string> on_ranks(int world, std::chrono::milliseconds timeout,
+                                  const std::function<void(int, ep::Rendezvous&, ep::Communicator&)>& body) {
+  const int port = ep::free_local_port();
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        MOE_CUDA_CHECK(cudaSetDevice(r));
+        ep::LaunchEnv env;
+        env.rank = r;
+        env.world = world;
+        env.master_port = port;
+        ep::Rendezvous rv = ep::Rendezvous::join(env, timeout);
+        ncclUniqueId id{};
+        if (r == 0) MOE_NCCL_CHECK(ep::nccl().GetUniqueId(&id));
+        const std::string blob = rv.broadcast(std::string(reinterpret_cast<char*>(&id), sizeof id));
+        std::copy(blob.begin(), blob.end(), reinterpret_cast<char*>(&id));
+        ep::Communicator comm(r, world, id, timeout);
+        body(r, rv, comm);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+}  // namespace
+
+TEST_CASE("both exchanges deliver block d of every rank to rank d") {
+  const int world = ranks_or_skip();
+  std::vector<ep::ExchangeKind> kinds{ep::ExchangeKind::sendrecv};
+  if (ep::nccl().AlltoAll) kinds.push_back(ep::ExchangeKind::alltoall);
+  for (ep::ExchangeKind kind : kinds) {
+    CAPTURE(std::string(ep::to_string(kind)));
+    std::vector<int> bad(world, -1);
+    const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous&, ep::Communicator& comm) {
+      DeviceAllocator alloc;
+      Stream stream;
+      const std::size_t block = (1 << 20) + 16;
+      DeviceBuffer send = alloc.allocate(block * world), recv = alloc.allocate(block * world);
+      for (int d = 0; d < world; ++d)
+        MOE_CUDA_CHECK(cudaMemset(send.as<unsigned char>() + block * d, r * 16 + d + 1, block));
+      MOE_CUDA_CHECK(cudaMemset(recv.data(), 0xEE, block * world));  // poison
+      ep::enqueue_exchange(comm, kind, send.data(), recv.data(), block, stream.handle());
+      comm.wait(stream.handle(), "the exchange");
+      std::vector<unsigned char> host(block * world);
+      MOE_CUDA_CHECK(cudaMemcpy(host.data(), recv.data(), host.size(), cudaMemcpyDeviceToHost));
+      int wrong = 0;
+      for (int s = 0; s < world; ++s)
+        for (std::size_t i = 0; i < block; ++i) wrong += host[block * s + i] != s * 16 + r + 1;
+      bad[r] = wrong;
+    });
+    for (int r = 0; r < world; ++r) {
+      CAPTURE(r);
+      CHECK(errors[r] == "");
+      CHECK(bad[r] == 0);
+    }
+  }
+}
+
+TEST_CASE("the sharded layer on every rank matches the single-device CPU reference") {
+  const int world = ranks_or_skip();
+  kernels::MoeDims d;
+  d.hidden = 512;
+  d.inter = 256;
+  d.experts = 10;  // uneven over 3 and 4 ranks
+  d.shared = 1;
+  d.top_k = 4;
+  for (int m : {1, 8, 33}) {
+    CAPTURE(m);
+    std::vector<ep::RankOutputCheck> checks(world);
+    const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+      DeviceAllocator alloc;
+      Stream stream;
+      ep::ShardedLayerConfig cfg;
+      cfg.dims = d;
+      cfg.seed = 77 + m;
+      cfg.m = m;
+      cfg.exchange = ep::default_exchange_kind();
+      ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
+      layer.generate_input(r * m);
+      for (int step = 0; step < 3; ++step) {  // repeated steps reuse the same buffers
+        layer.enqueue_step(step == 2);
+        layer.finish("a step");
+      }
+      checks[r] = ep::check_rank_output(d, cfg.seed, layer.input_host(), layer.output_host(), m, m);
+    });
+    for (int r = 0; r < world; ++r) {
+      CAPTURE(r);
+      CHECK(errors[r] == "");
+      CHECK_MESSAGE(checks[r].passed, checks[r].detail);
+      CHECK(checks[r].tokens_checked > 0);
+    }
+  }
+}
+
+TEST_CASE("one sharded layer over steps whose tokens per rank change matches on every step") {
+  const int world = ranks_or_skip();
+  kernels::MoeDims d;
+  d.hidden = 256;
+  d.inter = 128;
+  d.experts = 8;
+  d.shared = 0;
+  d.top_k = 2;
+  const std::vector<int> sequence{4, 24, 2, 24, 1};
+  std::vector<std::string> failures(world);
+  const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+    DeviceAllocator alloc;
+    Stream stream;
+    ep::ShardedLayerConfig cfg;
+    cfg.dims = d;
+    cfg.seed = 991;
+    cfg.m = 24;
+    cfg.exchange = ep::default_exchange_kind();
+    ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
+    layer.generate_input(r * 24);
+    const std::vector<float> x = layer.input_host();
+    for (int m : sequence) {
+      layer.enqueue_step(false, m);
+      layer.finish("a step");
+      const std::vector<float> out = layer.output_host();
+      const std::size_t n = static_cast<std::size_t>(m) * d.hidden;
+      const ep::RankOutputCheck c = ep::check_rank_output(d, cfg.seed, {x.begin(), x.begin() + n},
+                                                          {out.begin(), out.begin() + n}, m, m);
+      if (!c.passed) failures[r] += "m=" + std::to_string(m) + ": " + c.detail + "; ";
+    }
+  });
+  for (int r = 0; r < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[r] == "");
+    CHECK(failures[r] == "");
+  }
+}
+
+TEST_CASE("a rank that never sends: the others' watchdog aborts within the timeout") {
+  const int world = ranks_or_skip();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto errors = on_ranks(world, 3s, [&](int r, ep::Rendezvous&, ep::Communicator& comm) {
+    if (r == world - 1) return;  // joins, then never takes part in the exchange
+    DeviceAllocator alloc;
+    Stream stream;
+    DeviceBuffer send = alloc.allocate(4096 * world), recv = alloc.allocate(4096 * world);
+    ep::enqueue_exchange(comm, ep::ExchangeKind::sendrecv, send.data(), recv.data(), 4096, stream.handle());
+    comm.wait(stream.handle(), "the exchange with a silent rank");
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(s < 60);
+  for (int r = 0; r + 1 < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[r].find("rank " + std::to_string(r) + ": the exchange with a silent rank") == 0);
+    CHECK(errors[r].find("communicator aborted") != std::string::npos);
+  }
+}
+
+#else
+TEST_CASE("built without NCCL") {
+  std::printf("SKIPPED: built without NCCL (%s)\n", MOEBENCH_NCCL_MISSING_REASON);
+  std::exit(77);
+}
+#endif
