@@ -11,6 +11,7 @@
 #include "apps/moebench/child_process.hpp"
 #include "apps/moebench/probe_runner.hpp"
 #include "common/cuda_check.hpp"
+#include "common/log_tail.hpp"
 #include "engine/device.hpp"
 #include "reports/metadata.hpp"
 #include "reports/table.hpp"
@@ -83,16 +84,6 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
   }
 }
 
-std::string last_lines(const std::string& path, std::size_t n) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::string out;
-  for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
-    out += (out.empty() ? "" : " | ") + lines[i];
-  return out;
-}
-
 // Runs each probe in a child moebench, so one probe's fatal CUDA error (which poisons its
 // context for the rest of that process) or crash is recorded as that probe's error while the
 // rest of the suite still runs. Cases come back through the child's report, which it rewrites
@@ -157,11 +148,11 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
       c.verdict = report::Verdict::error;
       c.reason = "the probe's process ended abnormally (exit code " + std::to_string(code) +
                  (code > 128 ? ", signal " + std::to_string(code - 128) : "") + ") after " +
-                 std::to_string(got) + " cases: " + last_lines(log, 3);
-      c.evidence = {{"exit_code", code}, {"log_tail", last_lines(log, 20)}};
+                 std::to_string(got) + " cases: " + log_tail(log, 3);
+      c.evidence = {{"exit_code", code}, {"log_tail", log_tail(log, 20)}};
       report.cases.push_back(c);
     } else if (code == to_int(ExitCode::usage) || (code == to_int(ExitCode::environment) && got == 0)) {
-      throw Error(static_cast<ExitCode>(code), last_lines(log, 1));
+      throw Error(static_cast<ExitCode>(code), log_tail(log, 1));
     }
     // A child that recorded its environment error (too little device memory for a shape) has
     // its ERROR case, with the reason, in the report: the suite goes on, and the exit code

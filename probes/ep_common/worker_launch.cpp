@@ -16,22 +16,13 @@
 #include <thread>
 
 #include "common/errors.hpp"
+#include "common/log_tail.hpp"
 
 extern char** environ;
 
 namespace moe::ep {
 
 namespace {
-
-std::string tail_of(const std::string& path, std::size_t n) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::string out;
-  for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
-    out += (out.empty() ? "" : " | ") + lines[i];
-  return out;
-}
 
 // The parent's environment without the rank variables of any convention, plus the worker's.
 std::vector<std::string> worker_environment(int rank, int world, int port) {
@@ -144,7 +135,7 @@ std::vector<WorkerExit> launch_workers(const std::vector<std::string>& worker_ar
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (WorkerExit& w : exits) w.log_tail = tail_of(dir + "/rank" + std::to_string(w.rank) + ".log", 5);
+  for (WorkerExit& w : exits) w.log_tail = log_tail(dir + "/rank" + std::to_string(w.rank) + ".log", 5);
   return exits;
 }
 
