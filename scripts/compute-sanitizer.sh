@@ -35,7 +35,8 @@
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
 #
-# Exit status: 0 when every run was clean, 1 when a tool reported an error, a run timed out or
+# Exit status: 0 when every run was clean, 1 when a tool reported an error or racecheck a
+# hazard (its warnings included: the "racecheck hazards" column), a run timed out or
 # crashed, or a probe errored (exit 4: its kernels were not checked). A FAIL verdict (moebench
 # exiting 1) is listed but is not a sanitizer finding: the tools slow kernels down 10-100x,
 # which timing probes may notice. CUPTI cannot subscribe while compute-sanitizer does
@@ -125,8 +126,8 @@ summary=$out/summary.md
   echo "- moebench run ${run_args[*]}"
   echo "- test binaries: ${test_names[*]}; doctest arguments: ${test_args[*]:-(none)}; MOE_TEST_M=${MOE_TEST_M:-(all)}"
   echo
-  echo "| tool | binary | result | errors | exit | seconds | log |"
-  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  echo "| tool | binary | result | errors | racecheck hazards | exit | seconds | log |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$summary"
 
 rows=$out/rows
@@ -147,8 +148,19 @@ run_one() {
   rc=$?
   # One "ERROR SUMMARY: N errors" per process (not the "N errors were not printed" line).
   errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?$' "$log" | awk '{n += $3} END {print n + 0}')
+  # racecheck's own tally, one line a process: "RACECHECK SUMMARY: N hazards displayed (E
+  # errors, W warnings)". Its warnings are not in the error count above, yet each is a shared
+  # memory access pair with no ordering between them, so any hazard makes the run unclean.
+  local hazards=""
+  if [[ $tool == racecheck ]]; then
+    local displayed reported
+    displayed=$(grep -oE 'RACECHECK SUMMARY: [0-9]+ hazards?' "$log" | awk '{n += $3} END {print n + 0}')
+    reported=$(grep -c 'Race reported' "$log")  # one line a hazard, in case no summary was written
+    hazards=$((displayed > reported ? displayed : reported))
+  fi
   if ((rc == 124 || rc == 137)); then result=TIMEOUT
   elif ((errors > 0 || rc == 99)); then result=ERRORS
+  elif ((${hazards:-0} > 0)); then result=HAZARDS
   elif ((rc == 77)); then result=SKIPPED
   elif ((rc == 0)); then result=CLEAN
   elif [[ $label == moebench-* && $rc == 1 ]]; then result="CLEAN (FAIL verdicts)"
@@ -156,8 +168,8 @@ run_one() {
   elif ((rc == 3)); then result="NO GPU"  # moebench's environment exit: nothing was checked
   else result=FAILED
   fi
-  echo "| $tool | $label | $result | $errors | $rc | $(($(date +%s) - start)) | ${log#$out/} |" >"$rows/$seq.row"
-  echo "compute-sanitizer: $tool $label: $result ($errors errors, exit $rc)" >&2
+  echo "| $tool | $label | $result | $errors | $hazards | $rc | $(($(date +%s) - start)) | ${log#$out/} |" >"$rows/$seq.row"
+  echo "compute-sanitizer: $tool $label: $result ($errors errors${hazards:+, $hazards hazards}, exit $rc)" >&2
 }
 
 # Starts one run in the background once fewer than $jobs are running; rows are numbered in
@@ -167,7 +179,7 @@ start_run() {
   while (($(jobs -rp | wc -l) >= jobs)); do wait -n; done
   seq=$((seq + 1))
   if [[ -n $deadline ]] && (($(date +%s) - t_start >= deadline - 5)); then
-    echo "| $1 | $2 | NOT RUN (deadline) | | | | |" >"$rows/$(printf %03d $seq).row"
+    echo "| $1 | $2 | NOT RUN (deadline) | | | | | |" >"$rows/$(printf %03d $seq).row"
     return
   fi
   run_one "$(printf %03d $seq)" "$@" &
@@ -198,7 +210,7 @@ for name in "${test_names[@]}"; do
     for i in "${!cases[@]}"; do legend+=("- $name-$((i + 1)): ${cases[$i]}"); done
   else
     seq=$((seq + 1))
-    echo "| all | $name | MISSING | | | | |" >"$rows/$(printf %03d $seq).row"
+    echo "| all | $name | MISSING | | | | | |" >"$rows/$(printf %03d $seq).row"
     echo "compute-sanitizer: $name not found in $bin" >&2
   fi
 done

@@ -35,7 +35,7 @@
 // MOE_TEST_M=1,2,3,5,64 runs the forward tests at those M only (compute-sanitizer runs: the
 // tools slow every kernel 10-100x; those M still reach every kernel instantiation); the
 // chained-layers case takes the ones up to 8. MOE_TEST_SHAPES=name,... narrows the route
-// comparisons' shapes (route_test_shapes).
+// comparisons' shapes (route_test_shapes) and the mma family's model shapes.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -827,6 +827,26 @@ bool mma_supported() {
   return false;
 }
 
+// MOE_TEST_SHAPES=a,b keeps those names of `all` only (compute-sanitizer runs one model shape at
+// a time: racecheck takes minutes per shape); unset, all of them. An unknown name is exit 2.
+std::vector<Shape> shapes_from_env(std::vector<Shape> all) {
+  const char* env = std::getenv("MOE_TEST_SHAPES");
+  if (!env || !*env) return all;
+  std::vector<Shape> kept;
+  std::istringstream list(env);
+  for (std::string name; std::getline(list, name, ',');) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const Shape& sh) { return name == sh.name; });
+    if (it == all.end()) {
+      std::string valid;
+      for (const Shape& sh : all) valid += std::string(valid.empty() ? "" : ", ") + sh.name;
+      std::fprintf(stderr, "MOE_TEST_SHAPES='%s': no shape '%s' (valid: %s)\n", env, name.c_str(), valid.c_str());
+      std::exit(2);
+    }
+    kept.push_back(*it);
+  }
+  return kept;
+}
+
 // Every M from 1 to 64 (passes of 8, 16 and 32 tokens, several passes beyond 32 at the shared
 // experts), or MOE_TEST_M's list, and 256.
 std::vector<int> mma_test_ms() {
@@ -863,7 +883,7 @@ TEST_CASE("mma expert GEMM on the model shapes: every M 1..64, both formats") {
   if (!mma_supported()) return;
   StreamHolder st;
   const auto t0 = std::chrono::steady_clock::now();
-  for (const Shape& sh : model_shapes())
+  for (const Shape& sh : shapes_from_env(model_shapes()))
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
       MoeDims d = sh.dims;
       d.format = fmt;
@@ -986,28 +1006,12 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
 
 // Shapes for the route comparisons: softmax and sigmoid scoring, with and without shared
 // experts and renormalisation, E from 8 (cluster blocks without experts) to 128 (16 experts a
-// cluster block); deepseek-v3's 256 experts are left out for time. MOE_TEST_SHAPES=a,b keeps
-// those names only (compute-sanitizer runs one model shape at a time: racecheck takes minutes
-// per shape).
+// cluster block); deepseek-v3's 256 experts are left out for time.
 std::vector<Shape> route_test_shapes() {
   std::vector<Shape> all = tiny_shapes();
   for (const Shape& sh : model_shapes())
     if (std::string(sh.name) != "deepseek-v3") all.push_back(sh);
-  const char* env = std::getenv("MOE_TEST_SHAPES");
-  if (!env || !*env) return all;
-  std::vector<Shape> kept;
-  std::istringstream list(env);
-  for (std::string name; std::getline(list, name, ',');) {
-    const auto it = std::find_if(all.begin(), all.end(), [&](const Shape& sh) { return name == sh.name; });
-    if (it == all.end()) {
-      std::string valid;
-      for (const Shape& sh : all) valid += std::string(valid.empty() ? "" : ", ") + sh.name;
-      std::fprintf(stderr, "MOE_TEST_SHAPES='%s': no shape '%s' (valid: %s)\n", env, name.c_str(), valid.c_str());
-      std::exit(2);
-    }
-    kept.push_back(*it);
-  }
-  return kept;
+  return shapes_from_env(all);
 }
 
 // gate_up's last block streams no shared expert when the cluster route's ranking block holds
