@@ -8,13 +8,6 @@
 
 namespace moe {
 
-std::size_t SweepPlan::cases_of(std::string_view probe) const {
-  std::size_t n = 0;
-  for (const PlannedRun& r : runs)
-    if (r.probe->name == probe) n += r.points.size();
-  return n;
-}
-
 std::size_t SweepPlan::first_of(std::string_view probe) const {
   for (const PlannedRun& r : runs)
     if (r.probe->name == probe) return r.first;

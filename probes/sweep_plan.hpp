@@ -24,8 +24,7 @@ struct PlannedRun {
 struct SweepPlan {
   std::vector<PlannedRun> runs;  // every probe and repetition, in run order
   std::size_t total = 0;         // selected cases of the whole run
-  // Selected cases of `probe` (every repetition), and how many cases of the run come before.
-  std::size_t cases_of(std::string_view probe) const;
+  // How many cases of the run come before `probe`'s first.
   std::size_t first_of(std::string_view probe) const;
   // Whether `probe` runs at all: it has a selected case, or decides its cases as it runs.
   bool runs_probe(std::string_view probe) const;

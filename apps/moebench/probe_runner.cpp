@@ -64,6 +64,7 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
     const ProbeInfo& probe = *probes[i];
     for (int rep = 0; rep < options.repeat; ++rep) {
       const PlannedRun& planned = plan.runs[i * static_cast<std::size_t>(options.repeat) + rep];
+      if (planned.declared && planned.points.empty()) continue;  // --filter left it nothing
       std::fprintf(stderr, "[%zu/%zu] %.*s%s\n", i + 1, probes.size(),
                    static_cast<int>(probe.name.size()), probe.name.data(),
                    options.repeat > 1 ? (" #" + std::to_string(rep)).c_str() : "");
