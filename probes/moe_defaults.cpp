@@ -19,21 +19,6 @@ std::vector<int> ms_or_default(const ProbeState& state, const std::vector<int>& 
   return state.options().user_set_ms ? state.options().ms : defaults;
 }
 
-std::vector<kernels::WeightFormat> formats_or_default(const ProbeState& state) {
-  if (!state.options().formats.empty()) return state.options().formats;
-  return {kernels::WeightFormat::bf16, kernels::WeightFormat::int4};
-}
-
-std::vector<kernels::WeightFormat> formats_or_bf16(const ProbeState& state) {
-  if (!state.options().formats.empty()) return state.options().formats;
-  return {kernels::WeightFormat::bf16};
-}
-
-std::vector<std::string> modes_or_default(const ProbeState& state) {
-  if (!state.options().modes.empty()) return state.options().modes;
-  return {"eager", "graph"};
-}
-
 report::CaseResult moe_case(const ProbeState& state, std::string name, const Shape& shape,
                             kernels::WeightFormat format, std::optional<int> m,
                             std::optional<std::string> mode) {

@@ -9,17 +9,20 @@
 
 namespace moe {
 
-// Defaults of the MoE probes when the user names no shapes, Ms, formats or modes.
-inline const std::vector<const char*> kDefaultMoeShapes{"deepseek-v2-lite", "qwen3-30b-a3b",
+// Defaults of the MoE probes' sweeps (probes/sweep.hpp) when the user names no shapes or
+// formats.
+inline const std::vector<std::string> kDefaultMoeShapes{"deepseek-v2-lite", "qwen3-30b-a3b",
                                                         "mixtral-8x7b", "gpt-oss-20b"};
+inline const std::vector<kernels::WeightFormat> kBothFormats{kernels::WeightFormat::bf16,
+                                                             kernels::WeightFormat::int4};
+// The bug probes default to bf16 only: their bugs live in the lifecycle, not the format.
+inline const std::vector<kernels::WeightFormat> kBf16Only{kernels::WeightFormat::bf16};
 
+// The expert-parallel probes, whose cases are decided as they run (no declared sweep): the
+// user's shapes and Ms, else theirs.
 std::vector<Shape> shapes_or_default(const ProbeState& state,
                                      const std::vector<const char*>& defaults);
 std::vector<int> ms_or_default(const ProbeState& state, const std::vector<int>& defaults);
-std::vector<kernels::WeightFormat> formats_or_default(const ProbeState& state);
-// The bug probes default to bf16 only: their bugs live in the lifecycle, not the format.
-std::vector<kernels::WeightFormat> formats_or_bf16(const ProbeState& state);
-std::vector<std::string> modes_or_default(const ProbeState& state);
 
 // A case of an MoE probe labelled with what it runs, its parameters filled for repro.
 report::CaseResult moe_case(const ProbeState& state, std::string name, const Shape& shape,

@@ -1,13 +1,16 @@
 #pragma once
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/device.hpp"
 #include "engine/device_allocator.hpp"
 #include "probes/measure/sampler.hpp"
 #include "probes/run_options.hpp"
+#include "probes/sweep.hpp"
 #include "reports/report.hpp"
 
 namespace moe {
@@ -17,6 +20,8 @@ namespace moe {
 class ProbeState {
  public:
   using CaseSink = std::function<void(report::CaseResult)>;
+  // Told as each declared case starts: its place among points() (0-based) and the point.
+  using CaseStart = std::function<void(std::size_t index, const SweepPoint&)>;
 
   ProbeState(std::string probe, const RunOptions& options, const Device& device,
              DeviceAllocator& allocator, measure::Sampler& sampler, CaseSink sink, int rep = 0)
@@ -32,6 +37,13 @@ class ProbeState {
   // the probe must prove (probes/evidence_rules.cpp); with --repeat, the case name carries the
   // repetition ("cycle#3") so keys stay unique.
   report::CaseResult new_case(std::string name) const;
+  // The cases this probe's repetition runs, from its declared sweep (probes/sweep.hpp) with
+  // --filter applied, in order; empty for a probe that decides its cases as it runs.
+  const std::vector<SweepPoint>& points() const;
+  // Starts the case of `point` (one of points()): tells the runner (progress), and returns the
+  // result labelled as new_case and moe_case label it (shape, format, M, mode, parameters).
+  report::CaseResult start_case(const SweepPoint& point);
+  void on_case_start(CaseStart start) { start_ = std::move(start); }
   // Hands a finished case to the report (which is rewritten on disk at once).
   void add_case(report::CaseResult result) { sink_(std::move(result)); }
 
@@ -43,12 +55,17 @@ class ProbeState {
   measure::Sampler& sampler_;
   CaseSink sink_;
   int rep_;  // which repetition of the probe (0-based) when the run repeats it
+  CaseStart start_;
+  mutable std::optional<std::vector<SweepPoint>> points_;  // enumerated on first use
 };
 
 struct ProbeInfo {
   std::string_view name;
   std::string_view description;  // one line, shown by `moebench list`
   void (*run)(ProbeState&);
+  // Its cases as axes: what it runs, filters, lists and counts. Null: it decides its cases as
+  // it runs (the expert-parallel probes: the exchanges the NCCL library offers, the ranks).
+  const SweepDeclaration* sweep;
   bool in_default_suite;
   bool histogram = false;  // writes routing histograms (per-expert counts) when asked (--histogram)
   int min_gpus = 1;        // the expert-parallel probes need two; selftest skips them on fewer

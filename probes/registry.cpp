@@ -1,4 +1,5 @@
-// The list of probes. A new probe is one file under probes/ and one line here.
+// The list of probes. A new probe is one file under probes/ (its run function and its sweep)
+// and one entry here.
 #include <array>
 
 #include "common/errors.hpp"
@@ -23,6 +24,19 @@ void run_ep_expert_map_probe(ProbeState&);
 void run_ep_hang_probe(ProbeState&);
 void run_ep_stale_counts_probe(ProbeState&);
 
+// Each declared in its probe's file, beside the code that iterates it.
+extern const SweepDeclaration copy_sweep;
+extern const SweepDeclaration bandwidth_sweep;
+extern const SweepDeclaration capture_replay_sweep;
+extern const SweepDeclaration route_telemetry_sweep;
+extern const SweepDeclaration expert_residency_sweep;
+extern const SweepDeclaration two_engine_sweep;
+extern const SweepDeclaration drop_after_inflight_sweep;
+extern const SweepDeclaration scratch_regrow_sweep;
+extern const SweepDeclaration host_nonblocking_sweep;
+extern const SweepDeclaration barrier_sweep;
+extern const SweepDeclaration stages_sweep;
+
 namespace {
 #if MOEBENCH_HAVE_NCCL
 constexpr std::string_view kEpUnavailable{};
@@ -33,72 +47,72 @@ constexpr std::array kProbes{
     ProbeInfo{"copy",
               "device memory ceilings: read-only stream (the read ceiling), cudaMemcpy D2D and "
               "an SM copy kernel, over buffers several times the L2",
-              &run_copy_probe, true},
+              &run_copy_probe, &copy_sweep, true},
     ProbeInfo{"bandwidth",
               "one decode step per shape, M, format and mode: GPU, host and kernel time, "
               "bytes (dedup and not), GB/s and percent of the read ceiling",
-              &run_bandwidth_probe, true},
+              &run_bandwidth_probe, &bandwidth_sweep, true},
     ProbeInfo{"capture-replay",
               "graph capture and replay: capture refusals, no sync in capture, replays after "
               "input changes, repeated cycles, eager after replay, teardown; host time saved",
-              &run_capture_replay_probe, true},
+              &run_capture_replay_probe, &capture_replay_sweep, true},
     ProbeInfo{"route-telemetry",
               "the route kernel's record of routed experts: one window over eager calls and "
               "replays equals the oracle, reset refused in capture, overflow and poison fail "
               "closed, two engines apart; overhead of arming against 2 us and 2%",
-              &run_route_telemetry_probe, true, true},
+              &run_route_telemetry_probe, &route_telemetry_sweep, true, true},
     ProbeInfo{"expert-residency",
               "hot experts on the device, cold ones in host memory from a telemetry window: "
               "same bits as all-resident, refused in capture and under a live graph, a fault "
               "rolls back; step time resident, planned and all cold",
-              &run_expert_residency_probe, true, true},
+              &run_expert_residency_probe, &expert_residency_sweep, true, true},
     ProbeInfo{"two-engine",
               "N engines built, run and destroyed in sequence, weights at the same addresses, "
               "freed experts poisoned: a stale resident table reads poison (docs/bugs.md, bug 1)",
-              &run_two_engine_probe, true},
+              &run_two_engine_probe, &two_engine_sweep, true},
     ProbeInfo{"drop-after-inflight",
               "a layer and an engine destroyed with a forward in flight, the next request "
               "writing the freed memory: the pending result must stay right",
-              &run_drop_after_inflight_probe, true},
+              &run_drop_after_inflight_probe, &drop_after_inflight_sweep, true},
     ProbeInfo{"scratch-regrow",
               "one layer over growing and shrinking M, no drain between calls, each regrow under "
               "a pending call while another request writes the freed block; every token checked",
-              &run_scratch_regrow_probe, true},
+              &run_scratch_regrow_probe, &scratch_regrow_sweep, true},
     ProbeInfo{"host-nonblocking",
               "forward returns to the host before 0.3 of the GPU time of a two-layer >500 us step",
-              &run_host_nonblocking_probe, true},
+              &run_host_nonblocking_probe, &host_nonblocking_sweep, true},
     ProbeInfo{"barrier",
               "moebench's timing loop against one with a no-op barrier: the queue-saturation "
               "artifact (host time converging on GPU time) shown and ruled out",
-              &run_barrier_probe, true},
+              &run_barrier_probe, &barrier_sweep, true},
     ProbeInfo{"stages",
               "where a layer's time goes: route, gate_up, down and combine per shape, M, format "
               "and mode from CUPTI kernel records, each with its own time, its share of the "
               "critical path and its floor",
-              &run_stages_probe, false},
+              &run_stages_probe, &stages_sweep, false},
     // Expert parallelism: one worker per GPU of --devices (engine/ep/). Built without NCCL
     // they are listed as not built, and running one says why (exit 3).
     ProbeInfo{"ep-ceiling",
               "the link's ceilings over the GPUs of --devices: ncclAlltoAll bus bandwidth over "
               "a large buffer and each pair of ranks both ways",
-              &run_ep_ceiling_probe, false, false, 2, kEpUnavailable},
+              &run_ep_ceiling_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-step",
               "one expert-parallel step per shape, tokens per rank and exchange: dispatch, "
               "expert compute and combine GPU time per rank, host time, bytes on the wire, GB/s "
               "against the alltoall ceiling, after every rank's output matched the reference",
-              &run_ep_step_probe, false, false, 2, kEpUnavailable},
+              &run_ep_step_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-expert-map",
               "one rank holds another expert map: building the sharded layer must be refused on "
               "every rank with the ranks named, never a hang or wrong tokens",
-              &run_ep_expert_map_probe, false, false, 2, kEpUnavailable},
+              &run_ep_expert_map_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-hang",
               "one rank stays silent in an exchange: the others' watchdog aborts their "
               "communicators within --timeout and names the rank",
-              &run_ep_hang_probe, false, false, 2, kEpUnavailable},
+              &run_ep_hang_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-stale-counts",
               "tokens per rank change from step to step on one sharded layer: every step's output "
               "must match the reference, so the receive side used this step's counts",
-              &run_ep_stale_counts_probe, false, false, 2, kEpUnavailable},
+              &run_ep_stale_counts_probe, nullptr, false, false, 2, kEpUnavailable},
 };
 }  // namespace
 

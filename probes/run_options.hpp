@@ -54,6 +54,9 @@ struct RunOptions {
   // `moebench run` arguments of this request that the launcher hands its workers.
   std::vector<int> devices;
   std::vector<std::string> worker_args;
+  // --filter: only the cases whose key this regular expression (ECMAScript, searched anywhere
+  // in the key) matches run; empty: every case (probes/sweep_plan.hpp).
+  std::string case_filter;
   std::string fixtures_dir;
   bool user_set_shapes = false;
   bool user_set_ms = false;

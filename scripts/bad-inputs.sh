@@ -133,6 +133,8 @@ empty shape	run --shape ''
 --repeat 0	run --repeat 0
 --repeat -1	run --repeat -1
 --repeat 1000000000	run --repeat 1000000000
+--filter no match	run bandwidth --filter no-such-case
+--filter bad regex	run --filter [
 --engines 0	run two-engine --engines 0
 --engines 1	run two-engine --engines 1
 --engines -1	run two-engine --engines -1

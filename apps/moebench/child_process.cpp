@@ -15,7 +15,8 @@ extern char** environ;
 
 namespace moe::cli {
 
-int run_self(const std::vector<std::string>& args, const std::string& log_path) {
+int run_self(const std::vector<std::string>& args, const std::string& log_path,
+             int stderr_as_fd) {
   char self[PATH_MAX] = {};
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) throw Error(ExitCode::probe_error, "cannot find the moebench binary (/proc/self/exe)");
@@ -27,6 +28,9 @@ int run_self(const std::vector<std::string>& args, const std::string& log_path) 
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  // Before stderr goes to the log: the descriptor is this process's stderr.
+  if (stderr_as_fd > STDERR_FILENO)
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, stderr_as_fd);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);

@@ -1,7 +1,5 @@
-// The sweep each probe runs, as data, so a dry run can list the cases without a device. It
-// mirrors each probe's loops (probes/*/..._probe.cpp: their default shapes, Ms, formats and
-// modes, and the user's options over them); when probes declare their sweeps as axes, this
-// table goes and the runner enumerates those declarations instead.
+// The cases of a run without a device: the probes' declared sweeps (probes/sweep.hpp)
+// enumerated as the run enumerates them, --filter applied, with each case's bytes and floor.
 #include "apps/moebench/dry_run.hpp"
 
 #include <algorithm>
@@ -11,36 +9,13 @@
 #include <sstream>
 
 #include "kernels/moe/generate.hpp"
-#include "probes/moe_defaults.hpp"
+#include "probes/sweep_plan.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
 
 namespace moe::cli {
 
 namespace {
-
-struct Sweep {
-  const char* probe;
-  std::vector<const char*> cases;        // case names, each over the whole sweep
-  std::vector<const char*> shapes;       // default shapes; empty: no shape axis
-  std::vector<int> ms;                   // default Ms; empty: no M axis
-  bool both_formats;                     // default bf16 and int4, else bf16
-  std::optional<std::string> fixed_mode; // a mode the probe always uses
-  bool mode_axis;                        // eager and graph (or --mode)
-};
-
-const std::vector<const char*> kMoe(kDefaultMoeShapes.begin(), kDefaultMoeShapes.end());
-
-const Sweep kSweeps[] = {
-    {"bandwidth", {"step"}, kMoe, {1, 2, 4, 8, 16, 64}, true, std::nullopt, true},
-    {"stages", {"layer"}, kMoe, {1, 8, 64}, true, std::nullopt, true},
-    {"capture-replay", {"cycle"}, kMoe, {1, 8, 64}, true, "graph", false},
-    {"barrier", {"loops"}, {"deepseek-v2-lite"}, {16}, false, "eager", false},
-    {"host-nonblocking", {"forward"}, {"deepseek-v2-lite"}, {64}, false, "eager", false},
-    {"drop-after-inflight", {"layer", "engine"}, {"tiny"}, {16}, false, std::nullopt, false},
-    {"two-engine", {"sequence"}, {"tiny"}, {4}, false, std::nullopt, false},
-    {"scratch-regrow", {"schedule"}, {"tiny"}, {}, false, std::nullopt, false},
-};
 
 std::size_t expert_bytes(const kernels::MoeDims& d) {
   std::size_t b = 0;
@@ -78,64 +53,36 @@ std::string render_dry_run(const std::vector<const ProbeInfo*>& probes, const Ru
                                               "mode", "layers", "MB/step", "floor us"}};
   std::map<std::string, Shape> shapes_used;
   std::vector<std::string> not_listed;
-  std::vector<Shape> library;
-  auto library_shape = [&](const char* name) {
-    if (library.empty())
-      library = load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes");
-    return resolve_shape(name, library);
-  };
+  const SweepPlan plan = plan_sweeps(probes, o);
   std::size_t n = 0;
-  for (const ProbeInfo* p : probes) {
-    for (int rep = 0; rep < o.repeat; ++rep) {
-      const std::string suffix = o.repeat > 1 ? "#" + std::to_string(rep + 1) : "";
-      if (p->name == "copy") {
+  for (const PlannedRun& run : plan.runs) {
+    if (!run.declared) {
+      if (run.rep == 0) not_listed.emplace_back(run.probe->name);
+      continue;
+    }
+    for (const SweepPoint& p : run.points) {
+      const std::string name = o.repeat > 1 ? p.case_name + "#" + std::to_string(p.rep) : p.case_name;
+      const std::string mode = p.mode.value_or("-");
+      if (p.probe == "copy") {
+        // A stream over --copy-bytes, read once (read) or read and written (the copies).
         const double bytes = o.copy_bytes ? static_cast<double>(o.copy_bytes) : double(4ull << 30);
-        for (auto [name, rw] : {std::pair{"read", 1.0}, {"memcpy", 2.0}, {"copy-kernel", 2.0}})
-          rows.push_back({std::to_string(++n), "copy", name + suffix, "-", "-", "-", name, "-",
-                          report::fmt(rw * bytes / 1e6, 4),
-                          report::fmt(rw * bytes / (dry.ceiling_gbps * 1e3), 4)});
+        const double rw = p.case_name == "read" ? 1.0 : 2.0;
+        rows.push_back({std::to_string(++n), p.probe, name, "-", "-", "-", mode, "-",
+                        report::fmt(rw * bytes / 1e6, 4),
+                        report::fmt(rw * bytes / (dry.ceiling_gbps * 1e3), 4)});
         continue;
       }
-      const auto sweep = std::find_if(std::begin(kSweeps), std::end(kSweeps),
-                                      [&](const Sweep& s) { return p->name == s.probe; });
-      if (sweep == std::end(kSweeps)) {
-        if (rep == 0) not_listed.emplace_back(p->name);
+      if (!p.shape) {
+        rows.push_back({std::to_string(++n), p.probe, name, "-", "-", "-", mode, "-", "-", "-"});
         continue;
       }
-      std::vector<Shape> shapes = o.shapes;
-      if (!o.user_set_shapes)
-        for (const char* name : sweep->shapes) shapes.push_back(library_shape(name));
-      std::vector<kernels::WeightFormat> formats = o.formats;
-      if (formats.empty())
-        formats = sweep->both_formats
-                      ? std::vector{kernels::WeightFormat::bf16, kernels::WeightFormat::int4}
-                      : std::vector{kernels::WeightFormat::bf16};
-      std::vector<std::optional<int>> ms;
-      if (sweep->ms.empty())
-        ms.push_back(std::nullopt);
-      else
-        for (int m : o.user_set_ms ? o.ms : sweep->ms) ms.push_back(m);
-      std::vector<std::string> modes{"-"};
-      if (sweep->fixed_mode)
-        modes = {*sweep->fixed_mode};
-      else if (sweep->mode_axis)
-        modes = o.modes.empty() ? std::vector<std::string>{"eager", "graph"} : o.modes;
-      for (const Shape& shape : shapes) {
-        shapes_used.emplace(shape.name, shape);
-        for (kernels::WeightFormat f : formats) {
-          const int layers = layers_for(shape, f, o, dry.l2_bytes);
-          for (const char* case_name : sweep->cases)
-            for (const std::optional<int>& m : ms)
-              for (const std::string& mode : modes) {
-                const double bytes = m ? step_bytes(shape, f, *m, layers) : 0;
-                rows.push_back({std::to_string(++n), std::string(p->name), case_name + suffix,
-                                shape.name, m ? std::to_string(*m) : "-",
-                                std::string(kernels::to_string(f)), mode,
-                                std::to_string(layers), m ? report::fmt(bytes / 1e6, 4) : "-",
-                                m ? report::fmt(bytes / (dry.ceiling_gbps * 1e3), 4) : "-"});
-              }
-        }
-      }
+      shapes_used.emplace(p.shape->name, *p.shape);
+      const int layers = layers_for(*p.shape, *p.format, o, dry.l2_bytes);
+      const double bytes = p.m ? step_bytes(*p.shape, *p.format, *p.m, layers) : 0;
+      rows.push_back({std::to_string(++n), p.probe, name, p.shape->name,
+                      p.m ? std::to_string(*p.m) : "-", std::string(kernels::to_string(*p.format)),
+                      mode, std::to_string(layers), p.m ? report::fmt(bytes / 1e6, 4) : "-",
+                      p.m ? report::fmt(bytes / (dry.ceiling_gbps * 1e3), 4) : "-"});
     }
   }
   std::ostringstream out;
@@ -152,6 +99,9 @@ std::string render_dry_run(const std::vector<const ProbeInfo*>& probes, const Ru
   }
   for (const std::string& p : not_listed)
     out << "probe " << p << ": its cases are decided as it runs; not listed\n";
+  if (!o.case_filter.empty())
+    out << "--filter '" << report::escape_terminal(o.case_filter, report::kMaxLineChars)
+        << "': only the cases whose key it matches\n";
   if (o.peer == Peer::cublas)
     out << "probe bandwidth: cuBLAS peer timed beside each case ("
         << (o.peer_required ? "required: exit 3 without libcublas" : "where libcublas loads")

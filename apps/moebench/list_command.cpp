@@ -71,6 +71,19 @@ int list(const std::string& what, const std::string& fixtures,
       if (!p.not_built.empty())
         std::printf("%.*s: not built, cannot run: %.*s\n", static_cast<int>(p.name.size()),
                     p.name.data(), static_cast<int>(p.not_built.size()), p.not_built.data());
+    // Each probe's declared sweep (probes/sweep.hpp): what run, --dry-run and --filter count.
+    std::printf("\nsweeps (defaults; --shape, --m, --weight-format and --mode replace them on the "
+                "axes a probe has; - : no such axis):\n");
+    std::vector<std::vector<std::string>> sweeps{{"probe", "cases", "shapes", "M", "formats", "mode"}};
+    for (const ProbeInfo& p : all_probes()) {
+      if (!p.sweep) {
+        sweeps.push_back({std::string(p.name), "decided as it runs", "", "", "", ""});
+        continue;
+      }
+      const SweepDefaults d = describe_defaults(*p.sweep);
+      sweeps.push_back({std::string(p.name), d.cases, d.shapes, d.ms, d.formats, d.modes});
+    }
+    std::printf("%s", report::format_columns(sweeps, report::kMaxLineChars).c_str());
   }
   if (all || what == "shapes") {
     if (all) std::printf("\n");

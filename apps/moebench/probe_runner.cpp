@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +14,8 @@
 #include "common/cuda_check.hpp"
 #include "common/log_tail.hpp"
 #include "engine/device.hpp"
+#include "probes/sweep_plan.hpp"
+#include "reports/case_filter.hpp"
 #include "reports/metadata.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -30,9 +33,26 @@ class Interrupted : public Error {
   Interrupted() : Error(ExitCode::interrupted, "interrupted") {}
 };
 
+// "case i of n: KEY" as each declared case starts, numbered over the whole run: this run's own
+// count, or the parent's when this is the child process of one probe.
+struct Progress {
+  int fd = STDERR_FILENO;
+  std::size_t offset = 0;  // cases of the whole run before this run's first
+  std::size_t total = 0;
+  void started(std::size_t number_in_run, const SweepPoint& point) const {
+    const std::string line = progress_line(offset + number_in_run, total,
+                                           report::escape_terminal(point.key, report::kMaxLineChars));
+    dprintf(fd, "%s\n", line.c_str());
+  }
+};
+
 // Runs the probes in this process, appending each case to `report` (and the file) at once.
 void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOptions& options,
-                    report::Report& report, const report::ReportWriter& writer) {
+                    const SweepPlan& plan, const Progress& progress, report::Report& report,
+                    const report::ReportWriter& writer) {
+  // Probes that decide their cases as they run record only the cases --filter selects.
+  std::optional<report::CaseKeyFilter> filter;
+  if (!options.case_filter.empty()) filter.emplace(options.case_filter);
   const Device device = Device::open(options.device);
   std::optional<ScopedMutation> mutation;
   if (options.mutation) mutation.emplace(*options.mutation);
@@ -43,12 +63,17 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
   for (std::size_t i = 0; i < probes.size(); ++i) {
     const ProbeInfo& probe = *probes[i];
     for (int rep = 0; rep < options.repeat; ++rep) {
+      const PlannedRun& planned = plan.runs[i * static_cast<std::size_t>(options.repeat) + rep];
+      if (planned.declared && planned.points.empty()) continue;  // --filter left it nothing
       std::fprintf(stderr, "[%zu/%zu] %.*s%s\n", i + 1, probes.size(),
                    static_cast<int>(probe.name.size()), probe.name.data(),
                    options.repeat > 1 ? (" #" + std::to_string(rep)).c_str() : "");
       ProbeState state(
           std::string(probe.name), options, device, allocator, sampler,
           [&](report::CaseResult c) {
+            if (!probe.sweep && filter && c.verdict != report::Verdict::error &&
+                !filter->matches(c.key()))
+              return;
             std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
                          report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
             report.cases.push_back(std::move(c));
@@ -56,6 +81,9 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
             if (g_interrupted.load()) throw Interrupted();
           },
           rep);
+      state.on_case_start([&](std::size_t index, const SweepPoint& point) {
+        progress.started(planned.first + index + 1, point);
+      });
       if (context_poisoned) {
         report::CaseResult c = state.new_case("run");
         c.verdict = report::Verdict::error;
@@ -89,7 +117,8 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
 // rest of the suite still runs. Cases come back through the child's report, which it rewrites
 // after every case, so even a child that dies keeps what it measured.
 void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>& probes,
-                  report::Report& report, const report::ReportWriter& writer) {
+                  const SweepPlan& plan, const Progress& progress, report::Report& report,
+                  const report::ReportWriter& writer) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("moebench-run-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -101,12 +130,17 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
     child.in_process = true;
     child.quiet = true;
     child.output = (dir / (name + ".json")).string();
+    // Its progress lines on this stderr, numbered within the whole run.
+    constexpr int kProgressFd = 3;
+    child.case_offset = progress.offset + plan.first_of(name);
+    child.case_total = progress.total;
+    child.progress_fd = kProgressFd;
     // The peer is probe bandwidth's: its child, run by name, keeps the default suite's choice.
     child.peer = name == "bandwidth" ? request.peer : "";
     child.peer_optional =
         name == "bandwidth" && request.peer.empty() && (request.probes.empty() || request.peer_optional);
     const std::string log = (dir / (name + ".log")).string();
-    const int code = run_self(run_arguments(child), log);
+    const int code = run_self(run_arguments(child), log, kProgressFd);
     std::size_t got = 0;
     bool complete = false;
     if (std::filesystem::exists(child.output)) {
@@ -172,11 +206,20 @@ void run_probes(const RunRequest& request, const std::vector<const ProbeInfo*>& 
   action.sa_handler = on_sigint;
   struct sigaction previous {};
   sigaction(SIGINT, &action, &previous);
+  // The probes with a case to run: a declared probe that --filter leaves without one is not
+  // started (nor its child process).
+  std::vector<const ProbeInfo*> running;
+  const SweepPlan all = plan_sweeps(probes, options);
+  for (const ProbeInfo* p : probes)
+    if (all.runs_probe(p->name)) running.push_back(p);
+  const SweepPlan plan = plan_sweeps(running, options);
+  Progress progress{request.progress_fd, request.case_offset,
+                    request.case_total ? request.case_total : plan.total};
   try {
     if (request.in_process)
-      run_in_process(probes, options, report, writer);
+      run_in_process(running, options, plan, progress, report, writer);
     else
-      run_isolated(request, probes, report, writer);
+      run_isolated(request, running, plan, progress, report, writer);
   } catch (const Interrupted&) {
   }
   sigaction(SIGINT, &previous, nullptr);

@@ -210,6 +210,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   // Telemetry and residency options (absent in older reports). The policy's are passed on only
   // when they were set: they are refused for runs without probe expert-residency.
   o.read("telemetry", common.telemetry);
+  o.read("filter", common.filter);  // the cases a filtered run selected (absent: all)
   o.read("histogram", common.histogram);
   double hot_share = RunOptions{}.hot_share;
   o.read("hot_share", hot_share);

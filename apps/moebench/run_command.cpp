@@ -171,6 +171,16 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_flag("--peer-optional", r.peer_optional,
                "The default suite's peer choice, for its bandwidth child process")
       ->group("");
+  run.add_option("--filter", r.filter,
+                 "Run only the cases whose key this regular expression matches (ECMAScript, "
+                 "searched anywhere in the key, as compare's --filter; keys as the report and "
+                 "the progress lines give them: PROBE/CASE/shape=S/m=M/format=F/mode=MODE/dims=D, "
+                 "each part where the case has it). Exit 2 when it matches no case");
+  // A child run of one probe: where its cases fall in the parent run's count, and where the
+  // progress lines go (the parent's stderr, handed down as a descriptor).
+  run.add_option("--case-offset", r.case_offset)->group("");
+  run.add_option("--case-total", r.case_total)->group("");
+  run.add_option("--progress-fd", r.progress_fd)->group("");
   run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
   run.add_flag("--in-process", r.in_process,
                "Run every probe in this process (default: one child process per probe, so a "

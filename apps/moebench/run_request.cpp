@@ -13,6 +13,7 @@
 #include "engine/ep/device_list.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/probe.hpp"
+#include "probes/sweep_plan.hpp"
 #include "reports/metadata.hpp"
 
 namespace moe::cli {
@@ -243,6 +244,9 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   if (!r.mutation.empty()) o.mutation = mutation_from_name(r.mutation);
   o.engine = EngineOptions::from_environment();
   for (const std::string& s : r.switches) o.engine.assign(s, "--switch");
+  // A bad expression, or one that selects nothing, is refused before anything runs.
+  o.case_filter = r.filter;
+  if (!o.case_filter.empty()) plan_sweeps(probes, o);
   return o;
 }
 
@@ -257,37 +261,40 @@ nlohmann::json options_json(const RunOptions& o) {
   for (const Shape& s : o.shapes) shapes.push_back(s.to_json());
   std::vector<std::string> formats;
   for (auto f : o.formats) formats.emplace_back(kernels::to_string(f));
-  return {{"shapes", shapes},
-          {"m", o.ms},
-          {"weight_formats", formats},
-          {"modes", o.modes},
-          {"l2", measure::to_string(o.measure.l2)},
-          {"allocator", o.allocator == DeviceAllocator::Mode::caching ? "caching" : "plain"},
-          {"kernel_timing", o.measure.kernel_timing},
-          {"warmup", o.measure.warmup},
-          {"min_samples", o.measure.stopping.min_samples},
-          {"max_noise", o.measure.stopping.max_noise},
-          {"min_time_s", o.measure.stopping.min_time_s},
-          {"timeout_s", o.measure.stopping.timeout_s},
-          {"max_samples", o.measure.stopping.max_samples},
-          {"host_samples", o.measure.host_samples},
-          {"device", o.device},
-          {"seed", o.seed},
-          {"copy_bytes", o.copy_bytes},
-          {"repeat", o.repeat},
-          {"engines", o.engines},
-          {"barrier_reps", o.barrier_reps},
-          {"max_layers", o.max_layers},
-          {"telemetry", o.telemetry},
-          {"histogram", o.histogram},
-          {"hot_share", o.hot_share},
-          {"device_budget", o.device_budget},
-          {"stream_blocker", o.measure.block_during_enqueue},
-          {"peer", o.peer == Peer::cublas ? "cublas" : "none"},
-          {"peer_required", o.peer_required},
-          {"engine", o.engine.to_json()},
-          {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
-                                  : nlohmann::json(nullptr)}};
+  nlohmann::json j{{"shapes", shapes},
+                   {"m", o.ms},
+                   {"weight_formats", formats},
+                   {"modes", o.modes},
+                   {"l2", measure::to_string(o.measure.l2)},
+                   {"allocator", o.allocator == DeviceAllocator::Mode::caching ? "caching" : "plain"},
+                   {"kernel_timing", o.measure.kernel_timing},
+                   {"warmup", o.measure.warmup},
+                   {"min_samples", o.measure.stopping.min_samples},
+                   {"max_noise", o.measure.stopping.max_noise},
+                   {"min_time_s", o.measure.stopping.min_time_s},
+                   {"timeout_s", o.measure.stopping.timeout_s},
+                   {"max_samples", o.measure.stopping.max_samples},
+                   {"host_samples", o.measure.host_samples},
+                   {"device", o.device},
+                   {"seed", o.seed},
+                   {"copy_bytes", o.copy_bytes},
+                   {"repeat", o.repeat},
+                   {"engines", o.engines},
+                   {"barrier_reps", o.barrier_reps},
+                   {"max_layers", o.max_layers},
+                   {"telemetry", o.telemetry},
+                   {"histogram", o.histogram},
+                   {"hot_share", o.hot_share},
+                   {"device_budget", o.device_budget},
+                   {"stream_blocker", o.measure.block_during_enqueue},
+                   {"peer", o.peer == Peer::cublas ? "cublas" : "none"},
+                   {"peer_required", o.peer_required},
+                   {"engine", o.engine.to_json()},
+                   {"mutation", o.mutation ? nlohmann::json(std::string(info(*o.mutation).name))
+                                           : nlohmann::json(nullptr)}};
+  // Only when given: reports of unfiltered runs keep the options they always had.
+  if (!o.case_filter.empty()) j["filter"] = o.case_filter;
+  return j;
 }
 
 int exit_code_for(const report::Report& r) {
@@ -314,6 +321,8 @@ std::vector<std::string> ep_worker_arguments(const RunRequest& request) {
   w.in_process = true;
   w.quiet = true;
   w.repeat = 1;  // the launcher repeats; its workers run each repetition once
+  w.case_total = 0;  // their cases reach the user through the launcher
+  w.progress_fd = 2;
   return run_arguments(w);
 }
 
@@ -359,6 +368,10 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (r.peer_optional) a.push_back("--peer-optional");
   if (r.no_kernel_timing) a.push_back("--no-kernel-timing");
   if (r.no_stream_blocker) a.push_back("--no-stream-blocker");
+  if (!r.filter.empty()) a.insert(a.end(), {"--filter", r.filter});
+  if (r.case_total)
+    a.insert(a.end(), {"--case-offset", num(r.case_offset), "--case-total", num(r.case_total),
+                       "--progress-fd", num(r.progress_fd)});
   if (r.in_process) a.push_back("--in-process");
   if (r.quiet) a.push_back("--quiet");
   return a;

@@ -53,6 +53,13 @@ struct RunRequest {
   std::string fixtures;
   bool quiet = false;  // no table on stdout (callers that print their own)
   bool in_process = false;  // all probes in this process (default: a child process per probe)
+  std::string filter;  // --filter: only the cases whose key this regular expression matches
+  // Progress ("case i of n: KEY" as each case starts) goes to `progress_fd`; a child run of
+  // one probe (process-per-probe) is told where its cases fall in the whole run's count
+  // (hidden --case-offset, --case-total, --progress-fd). case_total 0: this run counts its own.
+  std::size_t case_offset = 0;
+  std::size_t case_total = 0;
+  int progress_fd = 2;
   bool dry_run = false;        // list the cases, touch no GPU (apps/moebench/dry_run.hpp)
   double ceiling_gbps = 4550;  // --dry-run: the read ceiling its floors are computed at
   std::vector<std::string> argv;

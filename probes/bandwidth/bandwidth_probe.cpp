@@ -26,8 +26,6 @@ namespace moe {
 
 namespace {
 
-const std::vector<int> kDefaultMs{1, 2, 4, 8, 16, 64};
-
 // Bytes one decode step must move: each distinct expert once per layer (dedup, from the GPU's
 // own routing, so the same tie-break), or once per (token, slot) (no dedup); plus the router,
 // the input read and the output written by each layer.
@@ -73,7 +71,21 @@ const char* expert_gemm_family(Engine& engine, int m, const Device& device) {
              : "legacy";
 }
 
+// Hot and cold figures are different measurements: different names, so different keys, so
+// `compare` never pairs one with the other.
+std::vector<std::string> step_case(const RunOptions& options) {
+  return {options.measure.l2 == measure::L2Mode::cold ? "step" : "step-l2-hot"};
+}
+
 }  // namespace
+
+extern const SweepDeclaration bandwidth_sweep;
+const SweepDeclaration bandwidth_sweep{.cases = {"step"},
+                                       .shapes = kDefaultMoeShapes,
+                                       .ms = {1, 2, 4, 8, 16, 64},
+                                       .formats = kBothFormats,
+                                       .modes = ModeAxis::axis,
+                                       .cases_for = &step_case};
 
 void run_bandwidth_probe(ProbeState& state) {
   // The ceiling every figure is divided by, measured in this run.
@@ -88,120 +100,120 @@ void run_bandwidth_probe(ProbeState& state) {
     peer.emplace(std::move(cublas));
   }
 
-  for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
-    for (kernels::WeightFormat format : formats_or_default(state)) {
-      Engine engine(engine_config(state, shape, format, 1), state.allocator(), state.device());
-      const LayerPlan& plan = engine.plan();
+  // One engine per shape and format, one input per M, one case per mode.
+  for (std::span<const SweepPoint> engine_points : runs_of(state.points(), SweepAxis::format)) {
+    const Shape& shape = *engine_points.front().shape;
+    const kernels::WeightFormat format = *engine_points.front().format;
+    Engine engine(engine_config(state, shape, format, 1), state.allocator(), state.device());
+    const LayerPlan& plan = engine.plan();
 
-      for (int m : ms_or_default(state, kDefaultMs)) {
-        const std::uint64_t input_seed = derive_seed(state.options().seed, 2, m);
-        engine.set_input(m, input_seed);
-        engine.forward();
-        // Correct first: the first and the last layer against the CPU reference.
-        std::vector<report::Check> checks;
-        for (int l : {0, engine.layers() - 1}) {
-          checks.push_back(check_layer_output(engine.layer(l), engine.output(l), m, input_seed)
-                               .as_check("layer" + std::to_string(l) + "_matches_reference"));
-          if (engine.layers() == 1) break;
-        }
-        const StepBytes bytes = count_step_bytes(engine, m);
-        const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
-        const auto eager_out = copy_to_host(engine.output(0), elements);
-        const bool all_correct = std::all_of(checks.begin(), checks.end(),
-                                             [](const report::Check& k) { return k.passed; });
-        // Measured once a configuration, eagerly, and reported beside each mode's figure.
-        std::optional<PeerFigure> peer_figure;
-        if (peer && all_correct)
-          peer_figure = peer->measure(state, engine, m, bytes.dedup_bf16,
-                                      "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
-                                          std::string(kernels::to_string(format)) + "/cublas");
+    for (std::span<const SweepPoint> m_points : runs_of(engine_points, SweepAxis::m)) {
+      const int m = *m_points.front().m;
+      const std::uint64_t input_seed = derive_seed(state.options().seed, 2, m);
+      engine.set_input(m, input_seed);
+      engine.forward();
+      // Correct first: the first and the last layer against the CPU reference.
+      std::vector<report::Check> checks;
+      for (int l : {0, engine.layers() - 1}) {
+        checks.push_back(check_layer_output(engine.layer(l), engine.output(l), m, input_seed)
+                             .as_check("layer" + std::to_string(l) + "_matches_reference"));
+        if (engine.layers() == 1) break;
+      }
+      const StepBytes bytes = count_step_bytes(engine, m);
+      const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
+      const auto eager_out = copy_to_host(engine.output(0), elements);
+      const bool all_correct = std::all_of(checks.begin(), checks.end(),
+                                           [](const report::Check& k) { return k.passed; });
+      // Measured once a configuration, eagerly, and reported beside each mode's figure.
+      std::optional<PeerFigure> peer_figure;
+      if (peer && all_correct)
+        peer_figure = peer->measure(state, engine, m, bytes.dedup_bf16,
+                                    "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
+                                        std::string(kernels::to_string(format)) + "/cublas");
 
-        const bool asked_cold = state.sampler().options().l2 == measure::L2Mode::cold;
-        const double over_l2 =
-            bytes.dedup / static_cast<double>(std::max<std::size_t>(state.device().l2_bytes, 1));
-        for (const std::string& mode : modes_or_default(state)) {
-          // Hot and cold figures are different measurements: different names, so different
-          // keys, so `compare` never pairs one with the other.
-          report::CaseResult c =
-              moe_case(state, asked_cold ? "step" : "step-l2-hot", shape, format, m, mode);
-          c.parameters["l2"] = asked_cold ? "cold" : "hot";
-          c.checks = checks;
-          c.parameters["layers"] = plan.layers;
-          c.parameters["input_seed"] = input_seed;
-          c.evidence = {{"layers", plan.layers},
-                        {"layers_wanted", plan.wanted},
-                        {"layers_reduced_for_memory", plan.reduced},
-                        {"experts_touched_per_layer", bytes.experts_touched},
-                        {"working_set_over_l2", bytes.dedup / static_cast<double>(state.device().l2_bytes)},
-                        {"cache_policy", "L2 " + std::string(measure::to_string(
-                                                     state.sampler().options().l2)) +
-                                             "; " + std::to_string(plan.layers) +
-                                             " layers of distinct weights per step"},
-                        {"read_ceiling_bytes", ceiling.bytes},
-                        {"expert_gemm", expert_gemm_family(engine, m, state.device())}};
-          c.prove("outputs_checked", all_correct, "an output did not match; not timed");
-          if (!all_correct) {
-            c.conclude("");  // a failed check: FAIL, "not timed" in the evidence
-            state.add_case(std::move(c));
-            continue;
-          }
-          std::function<void()> enqueue = [&] { engine.forward(); };
-          if (mode == "graph") {
-            engine.capture();
-            enqueue = [&] { engine.replay(); };
-            enqueue();
-            engine.stream().drain();
-            const std::size_t diff = count_differences(engine.output(0), eager_out, elements);
-            c.checks.push_back({"graph_replay_bit_exact_to_eager", diff == 0,
-                                std::to_string(diff) + " of " + std::to_string(elements) +
-                                    " outputs differ from the eager step"});
-          }
-          const std::string label = "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
-                                    *c.format + "/" + mode;
-          report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue);
-          const double median_s = meas.gpu_time().median * 1e-6;
-          const double gbps = bytes.dedup / median_s * 1e-9;
-          const double pct = 100.0 * gbps / ceiling.gbps;
-          c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / plan.layers, "us");
-          c.metrics["bytes_dedup"] = metric(bytes.dedup, "B");
-          c.metrics["bytes_no_dedup"] = metric(bytes.no_dedup, "B");
-          c.metrics["gbps"] = metric(gbps, "GB/s");
-          c.metrics["gbps_no_dedup"] = metric(bytes.no_dedup / median_s * 1e-9, "GB/s");
-          c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
-          c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
-          c.metrics["host_us"] = metric(meas.host_time().median, "us");
-          if (peer_figure)
-            peer_figure->add_to(c, meas.gpu_time().median, plan.layers, state.options().peer_required);
-          c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
-                              "dedup bytes over median GPU time is " + std::to_string(pct) +
-                                  "% of the read ceiling (above 100% means the byte count is "
-                                  "wrong, not a record)"});
-          // The L2 was defeated only if every sample was flushed, or the step's distinct
-          // weights alone are 4x the L2 (counted from the flushes the sampler did, not the
-          // option asked for).
-          const std::size_t flushed = meas.l2_flushes.value_or(0);
-          const L2Defeat l2 = l2_defeat(flushed, meas.samples(), over_l2);
-          const bool defeated = l2.defeated, every_sample_flushed = l2.every_sample_flushed;
-          const std::string l2_detail = l2.detail + "; " + std::to_string(plan.layers) +
-                                        " layers" + (plan.reduced ? ", reduced for memory" : "");
-          c.evidence["l2_flushes"] = flushed;
-          c.evidence["samples"] = meas.samples();
-          if (asked_cold)
-            c.checks.push_back({"cold_figure_defeats_l2", defeated,
-                                "asked for a cold figure: " + l2_detail});
-          c.prove("l2_defeated", defeated,
-                  "L2 not defeated, so the figure may be the cache's: " + l2_detail +
-                      (asked_cold ? "" : "; --l2 hot keeps the flush off"));
-          const std::string flags = sampling_flags(meas);
-          c.measurements["main"] = std::move(meas);
-          c.conclude("decode step measured after its output matched the reference, " +
-                     std::string(every_sample_flushed ? "L2 flushed before every sample"
-                                                      : "working set over 4x the L2") +
-                     (asked_cold ? "" : " (L2 hot)") + flags);
-          if (c.verdict != report::Verdict::pass) c.reason += flags;
-          if (mode == "graph") engine.drop_graphs();
+      const bool asked_cold = state.sampler().options().l2 == measure::L2Mode::cold;
+      const double over_l2 =
+          bytes.dedup / static_cast<double>(std::max<std::size_t>(state.device().l2_bytes, 1));
+      for (const SweepPoint& point : m_points) {
+        const std::string& mode = *point.mode;
+        report::CaseResult c = state.start_case(point);  // step, or step-l2-hot (step_case)
+        c.parameters["l2"] = asked_cold ? "cold" : "hot";
+        c.checks = checks;
+        c.parameters["layers"] = plan.layers;
+        c.parameters["input_seed"] = input_seed;
+        c.evidence = {{"layers", plan.layers},
+                      {"layers_wanted", plan.wanted},
+                      {"layers_reduced_for_memory", plan.reduced},
+                      {"experts_touched_per_layer", bytes.experts_touched},
+                      {"working_set_over_l2", bytes.dedup / static_cast<double>(state.device().l2_bytes)},
+                      {"cache_policy", "L2 " + std::string(measure::to_string(
+                                                   state.sampler().options().l2)) +
+                                           "; " + std::to_string(plan.layers) +
+                                           " layers of distinct weights per step"},
+                      {"read_ceiling_bytes", ceiling.bytes},
+                      {"expert_gemm", expert_gemm_family(engine, m, state.device())}};
+        c.prove("outputs_checked", all_correct, "an output did not match; not timed");
+        if (!all_correct) {
+          c.conclude("");  // a failed check: FAIL, "not timed" in the evidence
           state.add_case(std::move(c));
+          continue;
         }
+        std::function<void()> enqueue = [&] { engine.forward(); };
+        if (mode == "graph") {
+          engine.capture();
+          enqueue = [&] { engine.replay(); };
+          enqueue();
+          engine.stream().drain();
+          const std::size_t diff = count_differences(engine.output(0), eager_out, elements);
+          c.checks.push_back({"graph_replay_bit_exact_to_eager", diff == 0,
+                              std::to_string(diff) + " of " + std::to_string(elements) +
+                                  " outputs differ from the eager step"});
+        }
+        const std::string label = "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
+                                  *c.format + "/" + mode;
+        report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue);
+        const double median_s = meas.gpu_time().median * 1e-6;
+        const double gbps = bytes.dedup / median_s * 1e-9;
+        const double pct = 100.0 * gbps / ceiling.gbps;
+        c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / plan.layers, "us");
+        c.metrics["bytes_dedup"] = metric(bytes.dedup, "B");
+        c.metrics["bytes_no_dedup"] = metric(bytes.no_dedup, "B");
+        c.metrics["gbps"] = metric(gbps, "GB/s");
+        c.metrics["gbps_no_dedup"] = metric(bytes.no_dedup / median_s * 1e-9, "GB/s");
+        c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
+        c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
+        c.metrics["host_us"] = metric(meas.host_time().median, "us");
+        if (peer_figure)
+          peer_figure->add_to(c, meas.gpu_time().median, plan.layers, state.options().peer_required);
+        c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
+                            "dedup bytes over median GPU time is " + std::to_string(pct) +
+                                "% of the read ceiling (above 100% means the byte count is "
+                                "wrong, not a record)"});
+        // The L2 was defeated only if every sample was flushed, or the step's distinct
+        // weights alone are 4x the L2 (counted from the flushes the sampler did, not the
+        // option asked for).
+        const std::size_t flushed = meas.l2_flushes.value_or(0);
+        const L2Defeat l2 = l2_defeat(flushed, meas.samples(), over_l2);
+        const bool defeated = l2.defeated, every_sample_flushed = l2.every_sample_flushed;
+        const std::string l2_detail = l2.detail + "; " + std::to_string(plan.layers) +
+                                      " layers" + (plan.reduced ? ", reduced for memory" : "");
+        c.evidence["l2_flushes"] = flushed;
+        c.evidence["samples"] = meas.samples();
+        if (asked_cold)
+          c.checks.push_back({"cold_figure_defeats_l2", defeated,
+                              "asked for a cold figure: " + l2_detail});
+        c.prove("l2_defeated", defeated,
+                "L2 not defeated, so the figure may be the cache's: " + l2_detail +
+                    (asked_cold ? "" : "; --l2 hot keeps the flush off"));
+        const std::string flags = sampling_flags(meas);
+        c.measurements["main"] = std::move(meas);
+        c.conclude("decode step measured after its output matched the reference, " +
+                   std::string(every_sample_flushed ? "L2 flushed before every sample"
+                                                    : "working set over 4x the L2") +
+                   (asked_cold ? "" : " (L2 hot)") + flags);
+        if (c.verdict != report::Verdict::pass) c.reason += flags;
+        if (mode == "graph") engine.drop_graphs();
+        state.add_case(std::move(c));
       }
     }
   }

@@ -97,6 +97,11 @@ ReadCeiling checked_read_ceiling(ProbeState& state) {
   return rc;
 }
 
+// No shape, format or M: three cases, each its own mode.
+extern const SweepDeclaration copy_sweep;
+const SweepDeclaration copy_sweep{.cases = {"read", "memcpy", "copy-kernel"},
+                                  .modes = ModeAxis::case_name};
+
 void run_copy_probe(ProbeState& state) {
   if (mutation_active(Mutation::illegal_address)) {
     // A planted fault: the process's CUDA context is unusable after this (sticky error).
@@ -110,11 +115,10 @@ void run_copy_probe(ProbeState& state) {
   const std::size_t bytes = stream_buffer_bytes(state.device(), state.options().copy_bytes, 2);
   const double bytes_d = static_cast<double>(bytes);
 
-  // 1. Read ceiling.
+  // 1. Read ceiling: measured whether or not case read runs, the copies are divided by it.
   ReadCeiling rc = measure_read_ceiling(state, bytes);
-  {
-    report::CaseResult c = state.new_case("read");
-    c.mode = "read";
+  if (const SweepPoint* point = find_case(state.points(), "read")) {
+    report::CaseResult c = state.start_case(*point);  // mode read
     c.measurements["main"] = rc.measurement;
     c.metrics["bytes"] = metric(bytes_d, "B");
     c.metrics["gbps"] = metric(rc.gbps, "GB/s");
@@ -149,10 +153,11 @@ void run_copy_probe(ProbeState& state) {
        [&] { kernels::copy_stream(dst.data(), src.data(), bytes, launch, stream.handle()); }},
   };
   for (const CopyCase& cc : cases) {
+    const SweepPoint* point = find_case(state.points(), cc.name);
+    if (!point) continue;  // not selected by --filter
     // Poison the destination so the check sees this copy's work, not the previous one's.
     MOE_CUDA_CHECK(cudaMemsetAsync(dst.data(), 0xff, bytes, stream.handle()));
-    report::CaseResult c = state.new_case(cc.name);
-    c.mode = cc.name;
+    report::CaseResult c = state.start_case(*point);  // mode: the copy's name
     report::Measurement m = state.sampler().measure(stream, std::string("copy/") + cc.name,
                                                     cc.enqueue);
     kernels::count_mismatches(dst.as<std::uint32_t>(), src.as<std::uint32_t>(), words,

@@ -18,8 +18,6 @@ namespace moe {
 
 namespace {
 
-const std::vector<int> kDefaultMs{8};
-const std::vector<const char*> kDefaultShapes{"deepseek-v2-lite"};
 constexpr int kWindowCalls = 4;
 // Step 2 of a transition is the second tensor of the first expert that moves: a fault there
 // splits a group, the case a rollback must undo.
@@ -84,174 +82,183 @@ std::string placement_text(const std::vector<Placement>& p) {
 
 }  // namespace
 
+extern const SweepDeclaration expert_residency_sweep;
+const SweepDeclaration expert_residency_sweep{.cases = {"transition"},
+                                              .shapes = {"deepseek-v2-lite"},
+                                              .ms = {8},
+                                              .formats = kBf16Only,
+                                              .modes = ModeAxis::fixed,
+                                              .fixed_mode = "graph"};
+
 void run_expert_residency_probe(ProbeState& state) {
   ResidencyPolicy policy;
   policy.hot_share = state.options().hot_share;
   policy.budget_bytes = state.options().device_budget;
-  for (const Shape& shape : shapes_or_default(state, kDefaultShapes))
-    for (kernels::WeightFormat format : formats_or_bf16(state))
-      for (int m : ms_or_default(state, kDefaultMs)) {
-        report::CaseResult c = moe_case(state, "transition", shape, format, m, "graph");
-        auto seed = [&](int purpose) { return derive_seed(state.options().seed, 90 + purpose, m); };
-        EngineConfig config = engine_config(state, shape, format, 91, 1);
-        config.routing = Routing::skewed;
-        Engine e(config, state.allocator(), state.device());
-        const kernels::MoeDims dims = shape.dims(format);
-        const std::size_t expert_bytes = e.layer(0).weights().expert_bytes();
-        const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
+  for (const SweepPoint& point : state.points()) {
+    const Shape& shape = *point.shape;
+    const kernels::WeightFormat format = *point.format;
+    const int m = *point.m;
+    report::CaseResult c = state.start_case(point);
+    auto seed = [&](int purpose) { return derive_seed(state.options().seed, 90 + purpose, m); };
+    EngineConfig config = engine_config(state, shape, format, 91, 1);
+    config.routing = Routing::skewed;
+    Engine e(config, state.allocator(), state.device());
+    const kernels::MoeDims dims = shape.dims(format);
+    const std::size_t expert_bytes = e.layer(0).weights().expert_bytes();
+    const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
 
-        // 1. All resident: the reference output, and its step time. Armed from the start, so
-        //    the three timings pay the same route telemetry.
-        e.arm_telemetry();
-        e.set_input(m, seed(0));
+    // 1. All resident: the reference output, and its step time. Armed from the start, so
+    //    the three timings pay the same route telemetry.
+    e.arm_telemetry();
+    e.set_input(m, seed(0));
+    e.forward();
+    c.checks.push_back(check_layer_output(e.layer(0), e.output(0), m, seed(0)).as_check("all_resident_matches_reference"));
+    const std::vector<std::uint16_t> reference = copy_to_host(e.output(0), elements);
+    const std::vector<std::uint64_t> sums0 = checksums(e);
+    report::Measurement resident = time_step(state, e, "expert-residency/" + shape.name + "/all-resident");
+
+    // 2. A telemetry window of its own and the plan.
+    e.reset_telemetry_at_boundary();
+    for (int i = 0; i < kWindowCalls; ++i) {
+      e.set_input(m, seed(1 + i));
+      e.forward();
+    }
+    std::vector<TelemetryWindow> windows = e.telemetry_windows();
+    const WindowCheck verdict = validate_window(windows[0], e.telemetry_identity(0), e.telemetry_epochs().epoch());
+    const ResidencyPlan plan = plan_residency(windows[0], verdict, expert_bytes, policy);
+    if (state.options().histogram) {
+      report::RoutingHistogram h;
+      h.window = std::to_string(kWindowCalls) + " eager calls, skewed routing";
+      h.epoch = windows[0].epoch;
+      h.layers.push_back({0, windows[0].total, std::vector<std::uint64_t>(windows[0].counts.begin(), windows[0].counts.end())});
+      report::add_histogram(c, h);
+    }
+    c.evidence["plan"] = {{"hot", plan.hot()}, {"cold", plan.cold()}, {"fallback", plan.fallback},
+                          {"reason", plan.reason}, {"placement", placement_text(plan.placement)},
+                          {"hot_share", policy.hot_share}, {"budget_bytes", policy.budget_bytes}};
+    const std::vector<Placement> before = e.layer(0).weights().placement();
+    e.set_input(m, seed(0));
+    // The refusals are tried with every routed expert going cold: under skewed routing the
+    // plan's cold experts are the ones no token reads, and a graph replay would not notice
+    // them moving; the experts every token reads must move for the hazard to show.
+    ResidencyPlan cold = all_resident(dims.experts, "every routed expert cold");
+    std::fill(cold.placement.begin(), cold.placement.end(), Placement::host);
+
+    // 3. Refused during capture, nothing changed.
+    std::string in_capture;
+    try {
+      CapturedGraph g(e.stream(), [&] {
         e.forward();
-        c.checks.push_back(check_layer_output(e.layer(0), e.output(0), m, seed(0)).as_check("all_resident_matches_reference"));
-        const std::vector<std::uint16_t> reference = copy_to_host(e.output(0), elements);
-        const std::vector<std::uint64_t> sums0 = checksums(e);
-        report::Measurement resident = time_step(state, e, "expert-residency/" + shape.name + "/all-resident");
-
-        // 2. A telemetry window of its own and the plan.
-        e.reset_telemetry_at_boundary();
-        for (int i = 0; i < kWindowCalls; ++i) {
-          e.set_input(m, seed(1 + i));
-          e.forward();
-        }
-        std::vector<TelemetryWindow> windows = e.telemetry_windows();
-        const WindowCheck verdict = validate_window(windows[0], e.telemetry_identity(0), e.telemetry_epochs().epoch());
-        const ResidencyPlan plan = plan_residency(windows[0], verdict, expert_bytes, policy);
-        if (state.options().histogram) {
-          report::RoutingHistogram h;
-          h.window = std::to_string(kWindowCalls) + " eager calls, skewed routing";
-          h.epoch = windows[0].epoch;
-          h.layers.push_back({0, windows[0].total, std::vector<std::uint64_t>(windows[0].counts.begin(), windows[0].counts.end())});
-          report::add_histogram(c, h);
-        }
-        c.evidence["plan"] = {{"hot", plan.hot()}, {"cold", plan.cold()}, {"fallback", plan.fallback},
-                              {"reason", plan.reason}, {"placement", placement_text(plan.placement)},
-                              {"hot_share", policy.hot_share}, {"budget_bytes", policy.budget_bytes}};
-        const std::vector<Placement> before = e.layer(0).weights().placement();
-        e.set_input(m, seed(0));
-        // The refusals are tried with every routed expert going cold: under skewed routing the
-        // plan's cold experts are the ones no token reads, and a graph replay would not notice
-        // them moving; the experts every token reads must move for the hazard to show.
-        ResidencyPlan cold = all_resident(dims.experts, "every routed expert cold");
-        std::fill(cold.placement.begin(), cold.placement.end(), Placement::host);
-
-        // 3. Refused during capture, nothing changed.
-        std::string in_capture;
-        try {
-          CapturedGraph g(e.stream(), [&] {
-            e.forward();
-            try {
-              e.apply_residency(0, cold);
-            } catch (const BoundaryRefused& r) {
-              in_capture = r.what();
-            }
-          });
-        } catch (const std::exception& err) {
-          in_capture += std::string(" (the capture failed: ") + err.what() + ")";
-        }
-        c.checks.push_back({"transition_refused_during_capture",
-                            !in_capture.empty() && e.layer(0).weights().placement() == before,
-                            in_capture.empty() ? "the transition was applied while capturing" : in_capture});
-
-        // 4. Refused under a live graph; the graph's replay stays right after another request
-        //    wrote whatever blocks a transition could have freed.
-        e.forward();
-        e.capture();
-        e.stream().drain();
-        c.prove("graph_live_during_transition", e.captured(), "no graph was captured when the transition was tried");
-        std::string live;
         try {
           e.apply_residency(0, cold);
         } catch (const BoundaryRefused& r) {
-          live = r.what();
+          in_capture = r.what();
         }
-        std::size_t live_diff = 0;
-        {
-          FreedBlockWriter other(state.allocator(), dims, dims.experts + 1, e.stream());
-          e.replay();
-          live_diff = differing(e, reference);
-        }
-        c.checks.push_back({"transition_refused_under_live_graph",
-                            !live.empty() && e.layer(0).weights().placement() == before && live_diff == 0,
-                            (live.empty() ? std::string("the transition was applied under a live graph") : live) +
-                                "; replay after: " + std::to_string(live_diff) + " outputs differ from all-resident"});
-        e.drop_graphs();
-        if (e.layer(0).weights().placement() != before) {
-          // Under the mutation the plan went in: bring the bank back for the checks below.
-          ResidencyPlan back = all_resident(dims.experts, "restore");
-          e.apply_residency(0, back);
-        }
+      });
+    } catch (const std::exception& err) {
+      in_capture += std::string(" (the capture failed: ") + err.what() + ")";
+    }
+    c.checks.push_back({"transition_refused_during_capture",
+                        !in_capture.empty() && e.layer(0).weights().placement() == before,
+                        in_capture.empty() ? "the transition was applied while capturing" : in_capture});
 
-        // 5. A fault at step 2 (inside the first group) rolls everything back.
-        std::string fault;
-        c.prove("experts_moved", plan.cold() > 0,
-              "the plan kept every expert hot (" + plan.reason + "): nothing moved, the rollback was not exercised");
-        if (plan.cold() > 0) {
-          try {
-            e.apply_residency(0, plan, {kFaultStep});
-          } catch (const ResidencyFault& f) {
-            fault = f.what();
-          }
-          c.prove("fault_injected", !fault.empty(), "no fault was raised at step " + std::to_string(kFaultStep));
-          FreedBlockWriter other(state.allocator(), dims, plan.cold() + 1, e.stream());
-          const std::vector<std::uint64_t> sums = checksums(e);
-          e.forward();
-          const std::size_t diff = differing(e, reference);
-          const bool same_place = e.layer(0).weights().placement() == before;
-          c.checks.push_back({"fault_rolls_back",
-                              !fault.empty() && sums == sums0 && same_place && diff == 0,
-                              (fault.empty() ? std::string("no fault raised") : fault) + "; checksums " +
-                                  (sums == sums0 ? "unchanged" : "changed") + ", placement " +
-                                  (same_place ? "unchanged" : "now " + placement_text(e.layer(0).weights().placement())) +
-                                  ", " + std::to_string(diff) + " outputs differ"});
-        }
-        if (e.layer(0).weights().placement() != before) e.apply_residency(0, all_resident(dims.experts, "restore"));
+    // 4. Refused under a live graph; the graph's replay stays right after another request
+    //    wrote whatever blocks a transition could have freed.
+    e.forward();
+    e.capture();
+    e.stream().drain();
+    c.prove("graph_live_during_transition", e.captured(), "no graph was captured when the transition was tried");
+    std::string live;
+    try {
+      e.apply_residency(0, cold);
+    } catch (const BoundaryRefused& r) {
+      live = r.what();
+    }
+    std::size_t live_diff = 0;
+    {
+      FreedBlockWriter other(state.allocator(), dims, dims.experts + 1, e.stream());
+      e.replay();
+      live_diff = differing(e, reference);
+    }
+    c.checks.push_back({"transition_refused_under_live_graph",
+                        !live.empty() && e.layer(0).weights().placement() == before && live_diff == 0,
+                        (live.empty() ? std::string("the transition was applied under a live graph") : live) +
+                            "; replay after: " + std::to_string(live_diff) + " outputs differ from all-resident"});
+    e.drop_graphs();
+    if (e.layer(0).weights().placement() != before) {
+      // Under the mutation the plan went in: bring the bank back for the checks below.
+      ResidencyPlan back = all_resident(dims.experts, "restore");
+      e.apply_residency(0, back);
+    }
 
-        // 6. The plan applied: the same bits, the device bytes given back.
-        const std::size_t in_use0 = state.allocator().stats().bytes_in_use;
-        const auto counters0 = e.layer(0).weights().residency_counters();
-        e.apply_residency(0, plan);
-        const std::size_t in_use1 = state.allocator().stats().bytes_in_use;
-        e.forward();
-        const std::size_t plan_diff = differing(e, reference);
-        const bool planned = e.layer(0).weights().placement() == plan.placement;
-        c.checks.push_back({"planned_output_identical", plan_diff == 0 && planned && checksums(e) == sums0,
-                            std::to_string(plan.cold()) + " experts cold: " + std::to_string(plan_diff) +
-                                " outputs differ from all-resident" + (planned ? "" : "; the plan was not applied")});
-        report::Measurement with_plan = time_step(state, e, "expert-residency/" + shape.name + "/planned");
-        const std::size_t saved = in_use0 > in_use1 ? in_use0 - in_use1 : 0;
-
-        // 7. Every routed expert cold: still the same bits; then all back.
-        e.apply_residency(0, cold);
-        e.forward();
-        const std::size_t cold_diff = differing(e, reference);
-        c.checks.push_back({"all_cold_output_identical", cold_diff == 0,
-                            std::to_string(cold_diff) + " outputs differ with all " + std::to_string(dims.experts) +
-                                " routed experts in host memory"});
-        report::Measurement all_cold = time_step(state, e, "expert-residency/" + shape.name + "/all-cold");
-        e.apply_residency(0, all_resident(dims.experts, "restore"));
-        const auto counters1 = e.layer(0).weights().residency_counters();
-
-        c.metrics["all_resident_gpu_us"] = {resident.gpu_time().median, "us"};
-        c.metrics["planned_gpu_us"] = {with_plan.gpu_time().median, "us"};
-        c.metrics["all_cold_gpu_us"] = {all_cold.gpu_time().median, "us"};
-        c.metrics["device_bytes_saved"] = {static_cast<double>(saved), "B"};
-        c.metrics["hot_experts"] = {static_cast<double>(plan.hot()), ""};
-        c.metrics["cold_experts"] = {static_cast<double>(plan.cold()), ""};
-        c.evidence["allocator"] = {{"bytes_in_use_before_plan", in_use0}, {"bytes_in_use_with_plan", in_use1}};
-        c.evidence["residency_counters"] = {
-            {"device_bytes_released", counters1.device_bytes_released - counters0.device_bytes_released},
-            {"device_bytes_taken_back", counters1.device_bytes_taken_back - counters0.device_bytes_taken_back},
-            {"transitions", counters1.transitions}, {"rollbacks", counters1.rollbacks}};
-        c.measurements["main"] = std::move(with_plan);
-        c.measurements["all_resident"] = std::move(resident);
-        c.measurements["all_cold"] = std::move(all_cold);
-        c.reason = plan.reason;
-        c.conclude_from_checks();
-              state.add_case(std::move(c));
+    // 5. A fault at step 2 (inside the first group) rolls everything back.
+    std::string fault;
+    c.prove("experts_moved", plan.cold() > 0,
+          "the plan kept every expert hot (" + plan.reason + "): nothing moved, the rollback was not exercised");
+    if (plan.cold() > 0) {
+      try {
+        e.apply_residency(0, plan, {kFaultStep});
+      } catch (const ResidencyFault& f) {
+        fault = f.what();
       }
+      c.prove("fault_injected", !fault.empty(), "no fault was raised at step " + std::to_string(kFaultStep));
+      FreedBlockWriter other(state.allocator(), dims, plan.cold() + 1, e.stream());
+      const std::vector<std::uint64_t> sums = checksums(e);
+      e.forward();
+      const std::size_t diff = differing(e, reference);
+      const bool same_place = e.layer(0).weights().placement() == before;
+      c.checks.push_back({"fault_rolls_back",
+                          !fault.empty() && sums == sums0 && same_place && diff == 0,
+                          (fault.empty() ? std::string("no fault raised") : fault) + "; checksums " +
+                              (sums == sums0 ? "unchanged" : "changed") + ", placement " +
+                              (same_place ? "unchanged" : "now " + placement_text(e.layer(0).weights().placement())) +
+                              ", " + std::to_string(diff) + " outputs differ"});
+    }
+    if (e.layer(0).weights().placement() != before) e.apply_residency(0, all_resident(dims.experts, "restore"));
+
+    // 6. The plan applied: the same bits, the device bytes given back.
+    const std::size_t in_use0 = state.allocator().stats().bytes_in_use;
+    const auto counters0 = e.layer(0).weights().residency_counters();
+    e.apply_residency(0, plan);
+    const std::size_t in_use1 = state.allocator().stats().bytes_in_use;
+    e.forward();
+    const std::size_t plan_diff = differing(e, reference);
+    const bool planned = e.layer(0).weights().placement() == plan.placement;
+    c.checks.push_back({"planned_output_identical", plan_diff == 0 && planned && checksums(e) == sums0,
+                        std::to_string(plan.cold()) + " experts cold: " + std::to_string(plan_diff) +
+                            " outputs differ from all-resident" + (planned ? "" : "; the plan was not applied")});
+    report::Measurement with_plan = time_step(state, e, "expert-residency/" + shape.name + "/planned");
+    const std::size_t saved = in_use0 > in_use1 ? in_use0 - in_use1 : 0;
+
+    // 7. Every routed expert cold: still the same bits; then all back.
+    e.apply_residency(0, cold);
+    e.forward();
+    const std::size_t cold_diff = differing(e, reference);
+    c.checks.push_back({"all_cold_output_identical", cold_diff == 0,
+                        std::to_string(cold_diff) + " outputs differ with all " + std::to_string(dims.experts) +
+                            " routed experts in host memory"});
+    report::Measurement all_cold = time_step(state, e, "expert-residency/" + shape.name + "/all-cold");
+    e.apply_residency(0, all_resident(dims.experts, "restore"));
+    const auto counters1 = e.layer(0).weights().residency_counters();
+
+    c.metrics["all_resident_gpu_us"] = {resident.gpu_time().median, "us"};
+    c.metrics["planned_gpu_us"] = {with_plan.gpu_time().median, "us"};
+    c.metrics["all_cold_gpu_us"] = {all_cold.gpu_time().median, "us"};
+    c.metrics["device_bytes_saved"] = {static_cast<double>(saved), "B"};
+    c.metrics["hot_experts"] = {static_cast<double>(plan.hot()), ""};
+    c.metrics["cold_experts"] = {static_cast<double>(plan.cold()), ""};
+    c.evidence["allocator"] = {{"bytes_in_use_before_plan", in_use0}, {"bytes_in_use_with_plan", in_use1}};
+    c.evidence["residency_counters"] = {
+        {"device_bytes_released", counters1.device_bytes_released - counters0.device_bytes_released},
+        {"device_bytes_taken_back", counters1.device_bytes_taken_back - counters0.device_bytes_taken_back},
+        {"transitions", counters1.transitions}, {"rollbacks", counters1.rollbacks}};
+    c.measurements["main"] = std::move(with_plan);
+    c.measurements["all_resident"] = std::move(resident);
+    c.measurements["all_cold"] = std::move(all_cold);
+    c.reason = plan.reason;
+    c.conclude_from_checks();
+    state.add_case(std::move(c));
+  }
 }
 
 }  // namespace moe

@@ -19,44 +19,51 @@ constexpr double kMaxRatio = kHostOverGpuLimit;  // 0.3, probes/evidence_rules.h
 constexpr int kLayers = 2;  // "one of two layers" is what the threshold must catch
 }  // namespace
 
+extern const SweepDeclaration host_nonblocking_sweep;
+const SweepDeclaration host_nonblocking_sweep{.cases = {"forward"},
+                                              .shapes = {"deepseek-v2-lite"},
+                                              .ms = {64},
+                                              .formats = kBf16Only,
+                                              .modes = ModeAxis::fixed,
+                                              .fixed_mode = "eager"};
+
 void run_host_nonblocking_probe(ProbeState& state) {
-  for (const Shape& shape : shapes_or_default(state, {"deepseek-v2-lite"})) {
-    for (kernels::WeightFormat format : formats_or_bf16(state)) {
-      for (int m : ms_or_default(state, {64})) {
-        report::CaseResult c = moe_case(state, "forward", shape, format, m, "eager");
-        Engine e(engine_config(state, shape, format, 30, kLayers), state.allocator(), state.device());
-        const std::uint64_t input_seed = derive_seed(state.options().seed, 31, m);
-        e.set_input(m, input_seed);
-        e.forward();
-        c.checks.push_back(check_layer_output(e.layer(0), e.output(0), m, input_seed,
-                                                  affordable_tokens(e.layer(0).config().dims, m))
-                               .as_check("output_matches_reference"));
-        // No stream blocker: a forward that blocks the host would wait on it forever.
-        measure::MeasureOverrides unblocked;
-        unblocked.block_during_enqueue = false;
-        report::Measurement meas = state.sampler().measure(
-            e.stream(), "host-nonblocking/" + shape.name, [&] { e.forward(); }, unblocked);
-        const double gpu = meas.gpu_time().median, host = meas.host_time().median;
-        const double ratio = host / gpu;
-        c.metrics["gpu_us"] = {gpu, "us"};
-        c.metrics["host_us"] = {host, "us"};
-        c.metrics["host_over_gpu"] = {ratio, "ratio"};
-        const std::string flags = sampling_flags(meas);
-        c.measurements["main"] = std::move(meas);
-        c.checks.push_back({"forward_returns_before_gpu_finishes", ratio < kMaxRatio,
-                            "host enqueue " + std::to_string(host) + " us over GPU " +
-                                std::to_string(gpu) + " us = " + std::to_string(ratio) +
-                                " (must be below " + std::to_string(kMaxRatio) + ")"});
-        c.evidence["layers"] = e.layers();
-        c.prove("two_layers", e.layers() == kLayers,
-                "the engine has " + std::to_string(e.layers()) + " layers (memory), not 2");
-        c.prove("gpu_time_long_enough", gpu >= kMinGpuUs,
-                "GPU time " + std::to_string(gpu) + " us is under " + std::to_string(kMinGpuUs) +
-                    " us: too short to tell; use a larger --m");
-        c.conclude("forward returned after " + std::to_string(ratio) + " of the GPU time" + flags);
-        state.add_case(std::move(c));
-      }
-    }
+  for (const SweepPoint& point : state.points()) {
+    const Shape& shape = *point.shape;
+    const kernels::WeightFormat format = *point.format;
+    const int m = *point.m;
+    report::CaseResult c = state.start_case(point);
+    Engine e(engine_config(state, shape, format, 30, kLayers), state.allocator(), state.device());
+    const std::uint64_t input_seed = derive_seed(state.options().seed, 31, m);
+    e.set_input(m, input_seed);
+    e.forward();
+    c.checks.push_back(check_layer_output(e.layer(0), e.output(0), m, input_seed,
+                                              affordable_tokens(e.layer(0).config().dims, m))
+                           .as_check("output_matches_reference"));
+    // No stream blocker: a forward that blocks the host would wait on it forever.
+    measure::MeasureOverrides unblocked;
+    unblocked.block_during_enqueue = false;
+    report::Measurement meas = state.sampler().measure(
+        e.stream(), "host-nonblocking/" + shape.name, [&] { e.forward(); }, unblocked);
+    const double gpu = meas.gpu_time().median, host = meas.host_time().median;
+    const double ratio = host / gpu;
+    c.metrics["gpu_us"] = {gpu, "us"};
+    c.metrics["host_us"] = {host, "us"};
+    c.metrics["host_over_gpu"] = {ratio, "ratio"};
+    const std::string flags = sampling_flags(meas);
+    c.measurements["main"] = std::move(meas);
+    c.checks.push_back({"forward_returns_before_gpu_finishes", ratio < kMaxRatio,
+                        "host enqueue " + std::to_string(host) + " us over GPU " +
+                            std::to_string(gpu) + " us = " + std::to_string(ratio) +
+                            " (must be below " + std::to_string(kMaxRatio) + ")"});
+    c.evidence["layers"] = e.layers();
+    c.prove("two_layers", e.layers() == kLayers,
+            "the engine has " + std::to_string(e.layers()) + " layers (memory), not 2");
+    c.prove("gpu_time_long_enough", gpu >= kMinGpuUs,
+            "GPU time " + std::to_string(gpu) + " us is under " + std::to_string(kMinGpuUs) +
+                " us: too short to tell; use a larger --m");
+    c.conclude("forward returned after " + std::to_string(ratio) + " of the GPU time" + flags);
+    state.add_case(std::move(c));
   }
 }
 

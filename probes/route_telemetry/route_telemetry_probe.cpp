@@ -20,8 +20,6 @@ namespace moe {
 
 namespace {
 
-const std::vector<int> kDefaultMs{1, 8, 64, 512};
-const std::vector<const char*> kDefaultShapes{"deepseek-v2-lite"};
 constexpr int kLayers = 2;           // records are per layer: more than one is checked
 constexpr int kEagerCalls = 3;       // the first one on the disarmed input
 constexpr int kReplays = 3;          // at least 3, each on a new input
@@ -111,8 +109,11 @@ std::string refusal_of_snapshot(Engine& e) {
   return "";
 }
 
-void run_window_case(ProbeState& state, const Shape& shape, kernels::WeightFormat format, int m) {
-  report::CaseResult c = moe_case(state, "window", shape, format, m, "graph");
+void run_window_case(ProbeState& state, const SweepPoint& point) {
+  const Shape& shape = *point.shape;
+  const kernels::WeightFormat format = *point.format;
+  const int m = *point.m;
+  report::CaseResult c = state.start_case(point);
   auto seed = [&](int purpose) { return derive_seed(state.options().seed, 70 + purpose, m); };
   Engine e(engine_config(state, shape, format, 71, kLayers), state.allocator(), state.device());
   const int E = shape.dims(format).experts;
@@ -337,8 +338,11 @@ void append_samples(report::Measurement& into, const report::Measurement& from) 
       into.throttle_reasons.push_back(r);
 }
 
-void run_overhead_case(ProbeState& state, const Shape& shape, kernels::WeightFormat format, int m) {
-  report::CaseResult c = moe_case(state, "overhead", shape, format, m, "graph");
+void run_overhead_case(ProbeState& state, const SweepPoint& point) {
+  const Shape& shape = *point.shape;
+  const kernels::WeightFormat format = *point.format;
+  const int m = *point.m;
+  report::CaseResult c = state.start_case(point);
   c.required_evidence.clear();  // the window's proofs are case window's; a timing needs its outputs checked
   c.require({"outputs_checked"});
   const std::uint64_t input = derive_seed(state.options().seed, 80, m);
@@ -405,16 +409,31 @@ void run_overhead_case(ProbeState& state, const Shape& shape, kernels::WeightFor
   state.add_case(std::move(c));
 }
 
+// --telemetry: checks runs case window alone, overhead case overhead alone.
+std::vector<std::string> telemetry_cases(const RunOptions& options) {
+  if (options.telemetry == "checks") return {"window"};
+  if (options.telemetry == "overhead") return {"overhead"};
+  return {"window", "overhead"};
+}
+
 }  // namespace
 
+extern const SweepDeclaration route_telemetry_sweep;
+const SweepDeclaration route_telemetry_sweep{.cases = {"window", "overhead"},
+                                             .shapes = {"deepseek-v2-lite"},
+                                             .ms = {1, 8, 64, 512},
+                                             .formats = kBf16Only,
+                                             .modes = ModeAxis::fixed,
+                                             .fixed_mode = "graph",
+                                             .cases_for = &telemetry_cases};
+
 void run_route_telemetry_probe(ProbeState& state) {
-  const std::string& what = state.options().telemetry;
-  for (const Shape& shape : shapes_or_default(state, kDefaultShapes))
-    for (kernels::WeightFormat format : formats_or_bf16(state))
-      for (int m : ms_or_default(state, kDefaultMs)) {
-        if (what == "all" || what == "checks") run_window_case(state, shape, format, m);
-        if (what == "all" || what == "overhead") run_overhead_case(state, shape, format, m);
-      }
+  for (const SweepPoint& point : state.points()) {
+    if (point.case_name == "window")
+      run_window_case(state, point);
+    else
+      run_overhead_case(state, point);
+  }
 }
 
 }  // namespace moe

@@ -17,8 +17,6 @@ namespace moe {
 
 namespace {
 
-const std::vector<int> kDefaultMs{1, 8, 64};
-
 // What the layers of one step must read, stage by stage, averaged over the layers (each layer
 // routes its own tokens, so each touches its own experts).
 LayerTraffic layer_traffic(Engine& engine, int m) {
@@ -48,105 +46,115 @@ report::Metric metric(double v, const char* unit) { return {v, unit}; }
 
 }  // namespace
 
+extern const SweepDeclaration stages_sweep;
+const SweepDeclaration stages_sweep{.cases = {"layer"},
+                                    .shapes = kDefaultMoeShapes,
+                                    .ms = {1, 8, 64},
+                                    .formats = kBothFormats,
+                                    .modes = ModeAxis::axis};
+
 void run_stages_probe(ProbeState& state) {
   const ReadCeiling ceiling = checked_read_ceiling(state);
 
-  for (const Shape& shape : shapes_or_default(state, kDefaultMoeShapes)) {
-    for (kernels::WeightFormat format : formats_or_default(state)) {
-      Engine engine(engine_config(state, shape, format, 60), state.allocator(), state.device());
-      const int layers = engine.plan().layers;
-      for (int m : ms_or_default(state, kDefaultMs)) {
-        const std::uint64_t input_seed = derive_seed(state.options().seed, 61, m);
-        engine.set_input(m, input_seed);
-        engine.forward();
-        const report::Check correct =
-            check_layer_output(engine.layer(0), engine.output(0), m, input_seed)
-                .as_check("layer0_matches_reference");
-        const StageBytes bytes = stage_bytes(layer_traffic(engine, m));
+  // One engine per shape and format, one input per M, one case per mode.
+  for (std::span<const SweepPoint> engine_points : runs_of(state.points(), SweepAxis::format)) {
+    const Shape& shape = *engine_points.front().shape;
+    const kernels::WeightFormat format = *engine_points.front().format;
+    Engine engine(engine_config(state, shape, format, 60), state.allocator(), state.device());
+    const int layers = engine.plan().layers;
+    for (std::span<const SweepPoint> m_points : runs_of(engine_points, SweepAxis::m)) {
+      const int m = *m_points.front().m;
+      const std::uint64_t input_seed = derive_seed(state.options().seed, 61, m);
+      engine.set_input(m, input_seed);
+      engine.forward();
+      const report::Check correct =
+          check_layer_output(engine.layer(0), engine.output(0), m, input_seed)
+              .as_check("layer0_matches_reference");
+      const StageBytes bytes = stage_bytes(layer_traffic(engine, m));
 
-        for (const std::string& mode : modes_or_default(state)) {
-          report::CaseResult c = moe_case(state, "layer", shape, format, m, mode);
-          c.checks.push_back(correct);
-          c.parameters["layers"] = layers;
-          c.parameters["input_seed"] = input_seed;
-          c.evidence["layers"] = layers;
-          c.evidence["read_ceiling_bytes"] = ceiling.bytes;
-          c.prove("outputs_checked", correct.passed, "the output did not match; not timed");
-          if (!correct.passed) {
-            c.conclude("");  // a failed check: FAIL
-            state.add_case(std::move(c));
-            continue;
-          }
-          std::function<void()> enqueue = [&] { engine.forward(); };
-          if (mode == "graph") {
-            engine.capture();
-            enqueue = [&] { engine.replay(); };
-          }
-          std::vector<StageSample> samples;
-          measure::MeasureOverrides overrides;
-          overrides.kernel_records = [&](const std::vector<measure::KernelRecord>& records) {
-            samples.push_back(split_by_stage(records, layers));
-            // The kernels a stage ran, named once, so a reader can tell which paths ran.
-            for (const measure::KernelRecord& r : records) {
-              auto& names = c.evidence["kernels"][std::string(to_string(kernels::stage_of_kernel(r.name)))];
-              const std::string k = kernels::short_kernel_name(r.name);
-              if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
-            }
-          };
-          const std::string label = "stages/" + shape.name + "/m=" + std::to_string(m) + "/" +
-                                    *c.format + "/" + mode;
-          report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue, overrides);
-          if (mode == "graph") engine.drop_graphs();
-          c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / layers, "us");
-          c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
-          c.measurements["main"] = std::move(meas);
-          c.prove("kernel_records", !samples.empty(),
-                  "no kernel records: CUPTI is off or taken (another profiler), so no stage can "
-                  "be timed");
-          if (samples.empty()) {
-            c.conclude("");
-            state.add_case(std::move(c));
-            continue;
-          }
-          double critical_sum = 0, floor_sum = 0;
-          for (kernels::Stage stage : kernels::kStages) {
-            const auto i = static_cast<std::size_t>(stage);
-            std::vector<double> own, critical;
-            std::size_t kernels_in_stage = 0;
-            for (const StageSample& s : samples) {
-              own.push_back(s.own_us[i]);
-              critical.push_back(s.critical_us[i]);
-              kernels_in_stage = std::max(kernels_in_stage, s.kernels[i]);
-            }
-            if (stage == kernels::Stage::other && kernels_in_stage == 0) continue;
-            const std::string name(to_string(stage));
-            const double floor_us = bytes.bytes[i] / (ceiling.gbps * 1e9) * 1e6;
-            const report::Stats own_stats = report::summarize(own);
-            const report::Stats crit_stats = report::summarize(critical);
-            c.metrics[name + "_us"] = metric(own_stats.median, "us");
-            c.metrics[name + "_critical_us"] = metric(crit_stats.median, "us");
-            c.metrics[name + "_floor_us"] = metric(floor_us, "us");
-            c.evidence["stage_samples"][name] = {{"own_us", own}, {"critical_us", critical},
-                                                 {"kernels_per_sample", kernels_in_stage},
-                                                 {"bytes_per_layer", bytes.bytes[i]}};
-            critical_sum += crit_stats.median;
-            floor_sum += floor_us;
-          }
-          c.metrics["critical_path_us"] = metric(critical_sum, "us");
-          c.metrics["floor_us"] = metric(floor_sum, "us");
-          // Every kernel of the forward must belong to a stage: one in `other` is a kernel
-          // this probe does not know, and its time would be attributed to nothing.
-          const bool all_known = !c.metrics.contains("other_us");
-          c.checks.push_back({"every_kernel_in_a_stage", all_known,
-                              all_known ? "every kernel of the step maps to route, gate_up, down "
-                                          "or combine"
-                                        : "kernels outside the four stages ran: see "
-                                          "evidence.kernels.other"});
-          c.conclude("stages timed after the output matched the reference; own = the stage's "
-                     "kernel durations, critical = its share of the critical path (sums to the "
-                     "busy time)");
+      for (const SweepPoint& point : m_points) {
+        const std::string& mode = *point.mode;
+        report::CaseResult c = state.start_case(point);
+        c.checks.push_back(correct);
+        c.parameters["layers"] = layers;
+        c.parameters["input_seed"] = input_seed;
+        c.evidence["layers"] = layers;
+        c.evidence["read_ceiling_bytes"] = ceiling.bytes;
+        c.prove("outputs_checked", correct.passed, "the output did not match; not timed");
+        if (!correct.passed) {
+          c.conclude("");  // a failed check: FAIL
           state.add_case(std::move(c));
+          continue;
         }
+        std::function<void()> enqueue = [&] { engine.forward(); };
+        if (mode == "graph") {
+          engine.capture();
+          enqueue = [&] { engine.replay(); };
+        }
+        std::vector<StageSample> samples;
+        measure::MeasureOverrides overrides;
+        overrides.kernel_records = [&](const std::vector<measure::KernelRecord>& records) {
+          samples.push_back(split_by_stage(records, layers));
+          // The kernels a stage ran, named once, so a reader can tell which paths ran.
+          for (const measure::KernelRecord& r : records) {
+            auto& names = c.evidence["kernels"][std::string(to_string(kernels::stage_of_kernel(r.name)))];
+            const std::string k = kernels::short_kernel_name(r.name);
+            if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+          }
+        };
+        const std::string label = "stages/" + shape.name + "/m=" + std::to_string(m) + "/" +
+                                  *c.format + "/" + mode;
+        report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue, overrides);
+        if (mode == "graph") engine.drop_graphs();
+        c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / layers, "us");
+        c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
+        c.measurements["main"] = std::move(meas);
+        c.prove("kernel_records", !samples.empty(),
+                "no kernel records: CUPTI is off or taken (another profiler), so no stage can "
+                "be timed");
+        if (samples.empty()) {
+          c.conclude("");
+          state.add_case(std::move(c));
+          continue;
+        }
+        double critical_sum = 0, floor_sum = 0;
+        for (kernels::Stage stage : kernels::kStages) {
+          const auto i = static_cast<std::size_t>(stage);
+          std::vector<double> own, critical;
+          std::size_t kernels_in_stage = 0;
+          for (const StageSample& s : samples) {
+            own.push_back(s.own_us[i]);
+            critical.push_back(s.critical_us[i]);
+            kernels_in_stage = std::max(kernels_in_stage, s.kernels[i]);
+          }
+          if (stage == kernels::Stage::other && kernels_in_stage == 0) continue;
+          const std::string name(to_string(stage));
+          const double floor_us = bytes.bytes[i] / (ceiling.gbps * 1e9) * 1e6;
+          const report::Stats own_stats = report::summarize(own);
+          const report::Stats crit_stats = report::summarize(critical);
+          c.metrics[name + "_us"] = metric(own_stats.median, "us");
+          c.metrics[name + "_critical_us"] = metric(crit_stats.median, "us");
+          c.metrics[name + "_floor_us"] = metric(floor_us, "us");
+          c.evidence["stage_samples"][name] = {{"own_us", own}, {"critical_us", critical},
+                                               {"kernels_per_sample", kernels_in_stage},
+                                               {"bytes_per_layer", bytes.bytes[i]}};
+          critical_sum += crit_stats.median;
+          floor_sum += floor_us;
+        }
+        c.metrics["critical_path_us"] = metric(critical_sum, "us");
+        c.metrics["floor_us"] = metric(floor_sum, "us");
+        // Every kernel of the forward must belong to a stage: one in `other` is a kernel
+        // this probe does not know, and its time would be attributed to nothing.
+        const bool all_known = !c.metrics.contains("other_us");
+        c.checks.push_back({"every_kernel_in_a_stage", all_known,
+                            all_known ? "every kernel of the step maps to route, gate_up, down "
+                                        "or combine"
+                                      : "kernels outside the four stages ran: see "
+                                        "evidence.kernels.other"});
+        c.conclude("stages timed after the output matched the reference; own = the stage's "
+                   "kernel durations, critical = its share of the critical path (sums to the "
+                   "busy time)");
+        state.add_case(std::move(c));
       }
     }
   }

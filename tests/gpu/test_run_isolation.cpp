@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -91,4 +93,37 @@ TEST_CASE("a shape whose one layer does not fit the device is exit 3, its reason
   CHECK(c.at("reason").get<std::string>().find("needs") != std::string::npos);
   CHECK(c.at("reason").get<std::string>().find("MiB of device memory is available") !=
         std::string::npos);
+}
+
+TEST_CASE("--filter runs only the cases it matches; stderr counts them over the whole run") {
+  moe::test::test_device();
+  const auto dir = moe::test::scratch_dir("filter-progress");
+  for (const bool in_process : {false, true}) {
+    CAPTURE(in_process);
+    const std::string report = (dir / (in_process ? "in.json" : "per-probe.json")).string();
+    const std::string cmd = moe::test::quote(moe::test::moebench_binary()) +
+                            " run two-engine drop-after-inflight --repeat 2 --filter " +
+                            moe::test::quote("sequence#1|/layer") + " --fixtures " +
+                            moe::test::quote(moe::test::fixtures_dir()) + " -o " +
+                            moe::test::quote(report) + (in_process ? " --in-process" : "");
+    const auto r = moe::test::run_shell(cmd);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(moe::test::read_text(report));
+    std::vector<std::string> keys;
+    for (const auto& c : j.at("cases")) keys.push_back(c.at("key").get<std::string>());
+    REQUIRE(keys.size() == 3);
+    CHECK(keys[0].rfind("two-engine/sequence#1/shape=tiny/m=4/format=bf16", 0) == 0);
+    CHECK(keys[1].rfind("drop-after-inflight/layer#0/shape=tiny/m=16/format=bf16", 0) == 0);
+    CHECK(keys[2].rfind("drop-after-inflight/layer#1/shape=tiny/m=16/format=bf16", 0) == 0);
+    CHECK(j.at("options").at("filter") == "sequence#1|/layer");
+    // One line as each case starts, in the order the cases ran, numbered 1..3 of 3.
+    std::size_t previous = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::size_t at = r.err.find("case " + std::to_string(i + 1) + " of 3: " + keys[i] + "\n");
+      REQUIRE(at != std::string::npos);
+      CHECK(at >= previous);
+      previous = at;
+    }
+  }
 }
