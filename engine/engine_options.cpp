@@ -86,8 +86,7 @@ const std::vector<EngineSwitch>& switch_table() {
       {"route-select", "MOE_ROUTE_SELECT", "auto", {"auto", "ranks", "rounds"},
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
       {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
-       "expert GEMM family: the mma family for bf16 at M=8..16, else decode kernels and tensor-core "
-       "tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment layout (mma)"},
+       "expert GEMM family: decode kernels and tensor-core tiles by M (auto, legacy), or mma at every M"},
   };
   return table;
 }

@@ -117,10 +117,6 @@ void validate_forward_args(const MoeForwardArgs& args);
 // tensor_core becomes decode on devices without bf16 tensor cores, sm_75).
 ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 
-// Whether this forward runs the mma expert GEMM family (forward_options.hpp's rule, on the
-// current device).
-bool runs_mma_gemm(const MoeForwardArgs& args);
-
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
 
 }  // namespace moe::kernels
