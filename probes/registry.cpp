@@ -22,6 +22,7 @@ void run_ep_step_probe(ProbeState&);
 void run_ep_expert_map_probe(ProbeState&);
 void run_ep_hang_probe(ProbeState&);
 void run_ep_stale_counts_probe(ProbeState&);
+void run_ep_drop_inflight_probe(ProbeState&);
 
 namespace {
 #if MOEBENCH_HAVE_NCCL
@@ -99,6 +100,11 @@ constexpr std::array kProbes{
               "tokens per rank change from step to step on one sharded layer: every step's output "
               "must match the reference, so the receive side used this step's counts",
               &run_ep_stale_counts_probe, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-drop-inflight",
+              "each rank drops its sharded layer with a step's exchange in flight and the next "
+              "owner writes memory of the receive buffers' sizes: no receive block may be handed "
+              "out before the step finished, and the dropped step's output must stay right",
+              &run_ep_drop_inflight_probe, false, false, 2, kEpUnavailable},
 };
 }  // namespace
 
