@@ -91,6 +91,10 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
 EpWorker::EpWorker(ProbeState& state, const LaunchEnv& env)
     : state_(state), env_(env), timeout_(timeout_of(state)),
       rendezvous_(join_checked(env, timeout_)) {
+  comm_ = new_communicator();
+}
+
+std::unique_ptr<Communicator> EpWorker::new_communicator() {
   ncclUniqueId id{};
   if (env_.rank == 0) MOE_NCCL_CHECK(nccl().GetUniqueId(&id));
   const std::string blob =
@@ -99,9 +103,9 @@ EpWorker::EpWorker(ProbeState& state, const LaunchEnv& env)
     throw Error(ExitCode::probe_error, "rendezvous: rank 0 sent a unique id of " +
                                            std::to_string(blob.size()) + " bytes");
   std::copy(blob.begin(), blob.end(), reinterpret_cast<char*>(&id));
-  MOE_CUDA_CHECK(cudaSetDevice(state.device().index));
-  comm_ = std::make_unique<Communicator>(env_.rank, env_.world, id, timeout_,
-                                         !mutation_active(Mutation::ep_no_watchdog));
+  MOE_CUDA_CHECK(cudaSetDevice(state_.device().index));
+  return std::make_unique<Communicator>(env_.rank, env_.world, id, timeout_,
+                                        !mutation_active(Mutation::ep_no_watchdog));
 }
 
 std::vector<nlohmann::json> EpWorker::gather(const nlohmann::json& mine,
