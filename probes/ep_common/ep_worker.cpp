@@ -11,6 +11,7 @@
 #include "engine/fault_injection.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "probes/ep_common/worker_launch.hpp"
+#include "reports/rank_environment.hpp"
 #include "reports/report.hpp"
 
 namespace moe::ep {
@@ -52,6 +53,8 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
         state.add_case(std::move(c));
       }
       have_rank0 = !r.cases.empty();
+      if (r.environment.is_object() && r.environment.contains("ranks"))
+        state.add_environment("ranks", r.environment["ranks"]);
     } catch (const std::exception&) {
     }
   }
@@ -139,6 +142,10 @@ void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), int deadline_timeo
     return;
   }
   EpWorker worker(state, *env);
+  // Every rank's GPU and the topology between them, into rank 0's environment block.
+  const std::vector<nlohmann::json> ranks =
+      worker.gather(report::capture_rank_environment(worker.rank(), state.device().index));
+  if (worker.rank() == 0) state.add_environment("ranks", report::merge_rank_environments(ranks));
   body(worker);
 }
 
