@@ -84,17 +84,18 @@ constexpr std::array kProbes{
               "a large buffer and each pair of ranks both ways",
               &run_ep_ceiling_probe, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-step",
-              "one expert-parallel step per shape, tokens per rank and exchange: dispatch, "
-              "expert compute and combine GPU time per rank, host time, bytes on the wire, GB/s "
-              "against the alltoall ceiling, after every rank's output matched the reference",
+              "one expert-parallel step per shape, tokens per rank, exchange and mode (eager, "
+              "captured graph): dispatch, expert compute and combine GPU time per rank, host time, "
+              "bytes on the wire, GB/s against the alltoall ceiling, after every rank's output "
+              "matched the reference",
               &run_ep_step_probe, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-expert-map",
               "one rank holds another expert map: building the sharded layer must be refused on "
               "every rank with the ranks named, never a hang or wrong tokens",
               &run_ep_expert_map_probe, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-hang",
-              "one rank stays silent in an exchange: the others' watchdog aborts their "
-              "communicators within --timeout and names the rank",
+              "one rank stays silent in an exchange, then one dies after its first exchange: "
+              "the others' watchdog aborts their communicators within --timeout and names the rank",
               &run_ep_hang_probe, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-stale-counts",
               "tokens per rank change from step to step on one sharded layer: every step's output "
