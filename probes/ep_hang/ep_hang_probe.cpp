@@ -74,6 +74,9 @@ void dead_rank_case(ep::EpWorker& w) {
     comm->wait(stream.handle(), "the first exchange, before a rank dies");
     mine["first_exchange_done"] = true;
   }
+  // Every rank has its first exchange whole before one leaves: its rows may still be read
+  // from its memory (NCCL's P2P read) until the receiver is done.
+  w.gather(nlohmann::json{{"rank", w.rank()}, {"first_exchange_done", true}});
   if (w.rank() == dead) {
     // Mid-step: after the first exchange, before its part of the second; no destructor runs,
     // as in a crash. Exit 0 so the launcher counts it as planned, not as a failed worker.
