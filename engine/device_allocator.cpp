@@ -2,7 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "common/cuda_check.hpp"
 
@@ -42,6 +44,7 @@ std::size_t DeviceAllocator::size_class(std::size_t bytes) {
 DeviceAllocator::DeviceAllocator(Mode mode, Freed freed) : mode_(mode), freed_(freed) {}
 
 DeviceAllocator::~DeviceAllocator() {
+  reap_deferred(true);
   trim();
   if (stats_.bytes_in_use != 0)
     std::fprintf(stderr, "moebench: allocator destroyed with %zu bytes still in use\n",
@@ -50,6 +53,7 @@ DeviceAllocator::~DeviceAllocator() {
 
 DeviceBuffer DeviceAllocator::allocate(std::size_t bytes) {
   if (bytes == 0) return {};
+  reap_deferred(false);
   std::lock_guard lock(mutex_);
   void* ptr = nullptr;
   const std::size_t cls = mode_ == Mode::caching ? size_class(bytes) : bytes;
@@ -124,8 +128,91 @@ void DeviceAllocator::release(void* ptr, std::size_t bytes) {
 }
 
 void DeviceAllocator::trim() {
+  reap_deferred(false);
   std::lock_guard lock(mutex_);
   release_cache_locked();
+}
+
+void DeviceAllocator::release_after(std::vector<DeviceBuffer> buffers, cudaStream_t stream) {
+  DeferredBatch batch;
+  std::size_t bytes = 0;
+  for (const DeviceBuffer& b : buffers) bytes += b.bytes();
+  // Called from destructors: on any failure the buffers are kept (never handed out early).
+  cudaError_t status = cudaEventCreateWithFlags(&batch.done, cudaEventDisableTiming);
+  if (status == cudaSuccess) status = cudaEventRecord(batch.done, stream);
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "moebench: a stream-ordered release could not record its event (%s); "
+                 "%zu bytes stay allocated\n", cudaGetErrorString(status), bytes);
+    if (batch.done) cudaEventDestroy(batch.done);
+    for (DeviceBuffer& b : buffers) {  // leaked on purpose: a pending kernel may use them
+      b.owner_ = nullptr;
+      b.ptr_ = nullptr;
+    }
+    return;
+  }
+  batch.buffers = std::move(buffers);
+  {
+    std::lock_guard lock(mutex_);
+    stats_.bytes_pending_release += bytes;
+  }
+  std::lock_guard lock(deferred_mutex_);
+  deferred_.push_back(std::move(batch));
+}
+
+void DeviceAllocator::reap_deferred(bool wait) {
+  // The destructor's wait is bounded: an owner must have ended its work (a stuck collective
+  // is aborted by the communicator's watchdog before this), so past the deadline the blocks
+  // are left to the driver rather than hang.
+  constexpr auto kDeadline = std::chrono::seconds(60);
+  const auto until = std::chrono::steady_clock::now() + kDeadline;
+  std::vector<DeferredBatch> done;
+  {
+    std::lock_guard lock(deferred_mutex_);
+    for (std::size_t i = 0; i < deferred_.size();) {
+      cudaError_t s = cudaEventQuery(deferred_[i].done);
+      while (wait && s == cudaErrorNotReady && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        s = cudaEventQuery(deferred_[i].done);
+      }
+      if (s == cudaSuccess) {
+        done.push_back(std::move(deferred_[i]));
+        deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (s != cudaErrorNotReady) (void)cudaGetLastError();  // a faulted context: keep them
+      ++i;
+    }
+    if (wait && !deferred_.empty()) {
+      std::fprintf(stderr, "moebench: %zu stream-ordered releases still pending after %lld s; "
+                   "their blocks are left to the driver\n", deferred_.size(),
+                   static_cast<long long>(kDeadline.count()));
+      for (DeferredBatch& b : deferred_) {
+        for (DeviceBuffer& buffer : b.buffers) {
+          {
+            std::lock_guard lock(mutex_);
+            stats_.bytes_in_use -= buffer.bytes();
+            stats_.bytes_pending_release -= buffer.bytes();
+          }
+          buffer.owner_ = nullptr;
+          buffer.ptr_ = nullptr;
+        }
+        cudaEventDestroy(b.done);
+      }
+      deferred_.clear();
+    }
+  }
+  for (DeferredBatch& b : done) {
+    std::size_t bytes = 0;
+    for (DeviceBuffer& buffer : b.buffers) {
+      bytes += buffer.bytes();
+      buffer.reset();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      stats_.bytes_pending_release -= bytes;
+    }
+    cudaEventDestroy(b.done);
+  }
 }
 
 std::uint64_t DeviceAllocator::mark() const {

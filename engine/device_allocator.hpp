@@ -1,4 +1,6 @@
 #pragma once
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -47,6 +49,7 @@ struct AllocatorStats {
   std::size_t driver_allocations = 0; // cudaMalloc calls
   std::size_t blocks_poisoned = 0;    // freed blocks filled with the poison pattern
   std::size_t bytes_quarantined = 0;  // poisoned blocks held back from reuse
+  std::size_t bytes_pending_release = 0;  // released after a stream's work (release_after)
 };
 
 // Device memory for the engine. `caching` keeps freed blocks in size classes and hands them out
@@ -75,6 +78,12 @@ class DeviceAllocator {
   DeviceBuffer allocate(std::size_t bytes);
   // Returns every cached block to the driver (live buffers stay).
   void trim();
+  // Stream-ordered release: `buffers` come back to the allocator only once everything
+  // enqueued on `stream` up to now has finished (an event recorded there), so no allocate()
+  // can hand their blocks out while that work may still read or write them. Never waits: the
+  // finished batches are taken back at the next allocate() or trim(). For an owner that must
+  // not block its host thread on teardown (a layer dropped with an exchange in flight).
+  void release_after(std::vector<DeviceBuffer> buffers, cudaStream_t stream);
   AllocatorStats stats() const;
   Mode mode() const { return mode_; }
   Freed freed() const { return freed_; }
@@ -94,6 +103,14 @@ class DeviceAllocator {
   friend class DeviceBuffer;
   void release(void* ptr, std::size_t bytes);
   void release_cache_locked();  // trim() with mutex_ held
+  // Takes back the batches of release_after whose event has completed; with `wait`, waits
+  // for every batch up to a deadline first (the destructor).
+  void reap_deferred(bool wait);
+
+  struct DeferredBatch {
+    cudaEvent_t done = nullptr;
+    std::vector<DeviceBuffer> buffers;
+  };
 
   Mode mode_;
   Freed freed_;
@@ -103,6 +120,8 @@ class DeviceAllocator {
   BlockLedger ledger_;
   std::unordered_set<void*> ever_handed_out_;
   AllocatorStats stats_;
+  std::mutex deferred_mutex_;  // apart from mutex_: releasing a batch takes mutex_
+  std::vector<DeferredBatch> deferred_;
 };
 
 }  // namespace moe

@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 18> kMutations{{
+constexpr std::array<MutationInfo, 19> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -54,6 +54,9 @@ constexpr std::array<MutationInfo, 18> kMutations{{
     {Mutation::ep_reuse_counts, "ep-reuse-counts",
      "the receive side of an expert-parallel step uses the previous step's row counts, not the "
      "counts that travel with the rows", "ep-stale-counts"},
+    {Mutation::ep_free_recv_early, "ep-free-recv-early",
+     "a sharded layer dropped with its exchange in flight frees its receive buffers at once: the "
+     "next owner of the blocks gets the exchange's rows written over its own", "ep-drop-inflight"},
 }};
 
 // info() indexes the table by id: an entry out of enum order would describe another mutation.

@@ -27,6 +27,7 @@ enum class Mutation {
   ep_skip_map_handshake,       // a sharded layer is built without the ranks agreeing on the map
   ep_no_watchdog,              // expert-parallel waits block in cudaStreamSynchronize, no abort
   ep_reuse_counts,             // the receive side uses the previous step's row counts
+  ep_free_recv_early,          // a dropped sharded layer frees its receive buffers at once
 };
 
 struct MutationInfo {

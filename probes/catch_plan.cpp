@@ -45,6 +45,11 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       return {T{"ep-hang", "workers", {"workers_finished_within_deadline"}}};
     case Mutation::ep_reuse_counts:
       return {T{"ep-stale-counts", "m-sequence", {"every_step_matches_reference"}}};
+    case Mutation::ep_free_recv_early:
+      // The successor receives the receive blocks while the exchange is pending, and the
+      // exchange writes its rows over the successor's bytes.
+      return {T{"ep-drop-inflight", "layer",
+                {"no_receive_block_handed_out_while_pending", "successor_bytes_intact"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

@@ -25,6 +25,9 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
       {"ep-expert-map", {"maps_differ", "every_rank_answered"}},
       {"ep-hang", {"silent_rank_joined", "peers_waited_on_it"}},
       {"ep-stale-counts", {"m_changed_between_steps", "every_rank_answered"}},
+      {"ep-drop-inflight",
+       {"every_rank_answered", "exchange_pending_at_drop", "exchange_pending_while_successor_wrote",
+        "receive_blocks_handed_out_again"}},
   };
   static const std::vector<std::string> kNone;
   const auto it = kRequired.find(probe);

@@ -22,6 +22,9 @@ class ProbeState {
   using CaseSink = std::function<void(report::CaseResult)>;
   // Told as each declared case starts: its place among points() (0-based) and the point.
   using CaseStart = std::function<void(std::size_t index, const SweepPoint&)>;
+  // Takes a section of the report's environment block (key, value): the expert-parallel
+  // probes' per-rank environment, `ranks`.
+  using EnvironmentSink = std::function<void(const std::string&, nlohmann::json)>;
 
   ProbeState(std::string probe, const RunOptions& options, const Device& device,
              DeviceAllocator& allocator, measure::Sampler& sampler, CaseSink sink, int rep = 0)
@@ -46,6 +49,11 @@ class ProbeState {
   void on_case_start(CaseStart start) { start_ = std::move(start); }
   // Hands a finished case to the report (which is rewritten on disk at once).
   void add_case(report::CaseResult result) { sink_(std::move(result)); }
+  // Sets environment.<key> of the report; without a sink (a test's state) it is dropped.
+  void set_environment_sink(EnvironmentSink sink) { environment_sink_ = std::move(sink); }
+  void add_environment(const std::string& key, nlohmann::json value) {
+    if (environment_sink_) environment_sink_(key, std::move(value));
+  }
 
  private:
   std::string probe_;
@@ -54,6 +62,7 @@ class ProbeState {
   DeviceAllocator& allocator_;
   measure::Sampler& sampler_;
   CaseSink sink_;
+  EnvironmentSink environment_sink_;
   int rep_;  // which repetition of the probe (0-based) when the run repeats it
   CaseStart start_;
   mutable std::optional<std::vector<SweepPoint>> points_;  // enumerated on first use

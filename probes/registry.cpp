@@ -23,6 +23,7 @@ void run_ep_step_probe(ProbeState&);
 void run_ep_expert_map_probe(ProbeState&);
 void run_ep_hang_probe(ProbeState&);
 void run_ep_stale_counts_probe(ProbeState&);
+void run_ep_drop_inflight_probe(ProbeState&);
 
 // Each declared in its probe's file, beside the code that iterates it.
 extern const SweepDeclaration copy_sweep;
@@ -97,22 +98,28 @@ constexpr std::array kProbes{
               "a large buffer and each pair of ranks both ways",
               &run_ep_ceiling_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-step",
-              "one expert-parallel step per shape, tokens per rank and exchange: dispatch, "
-              "expert compute and combine GPU time per rank, host time, bytes on the wire, GB/s "
-              "against the alltoall ceiling, after every rank's output matched the reference",
+              "one expert-parallel step per shape, tokens per rank, exchange and mode (eager, "
+              "captured graph): dispatch, expert compute and combine GPU time per rank, host time, "
+              "bytes on the wire, GB/s against the alltoall ceiling, after every rank's output "
+              "matched the reference",
               &run_ep_step_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-expert-map",
               "one rank holds another expert map: building the sharded layer must be refused on "
               "every rank with the ranks named, never a hang or wrong tokens",
               &run_ep_expert_map_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-hang",
-              "one rank stays silent in an exchange: the others' watchdog aborts their "
-              "communicators within --timeout and names the rank",
+              "one rank stays silent in an exchange, then one dies after its first exchange: "
+              "the others' watchdog aborts their communicators within --timeout and names the rank",
               &run_ep_hang_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-stale-counts",
               "tokens per rank change from step to step on one sharded layer: every step's output "
               "must match the reference, so the receive side used this step's counts",
               &run_ep_stale_counts_probe, nullptr, false, false, 2, kEpUnavailable},
+    ProbeInfo{"ep-drop-inflight",
+              "each rank drops its sharded layer with a step's exchange in flight and the next "
+              "owner writes memory of the receive buffers' sizes: no receive block may be handed "
+              "out before the step finished, and the dropped step's output must stay right",
+              &run_ep_drop_inflight_probe, nullptr, false, false, 2, kEpUnavailable},
 };
 }  // namespace
 

@@ -29,6 +29,7 @@ struct RunOptions {
   // engines) or plain cudaMalloc/cudaFree, under which reuse is up to the driver.
   DeviceAllocator::Mode allocator = DeviceAllocator::Mode::caching;
   int device = 0;
+  std::string device_source = "default";      // --device, LOCAL_RANK, ... (ep::choose_device)
   std::uint64_t seed = 1;
   EngineOptions engine;                       // switches: environment, then --switch
   std::optional<Mutation> mutation;           // fault injected for the whole run (selftest)

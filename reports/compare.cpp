@@ -263,6 +263,25 @@ MetricComparison compare_series(const std::vector<double>& base, const std::vect
   return r;
 }
 
+std::vector<double> per_rank_series(const CaseResult& c, ComparedMetric metric) {
+  const auto ranks = c.evidence.find("per_rank");
+  if (ranks == c.evidence.end() || !ranks->is_array()) return {};
+  const char* name = metric == ComparedMetric::gpu_time    ? "step_us"
+                     : metric == ComparedMetric::host_time ? "host_enqueue_us"
+                     : metric == ComparedMetric::gbps      ? "exchange_gbps"
+                                                           : "share_of_ceiling";
+  // share_of_ceiling is a fraction of the link's ceiling; the metric is in percent.
+  const double scale = metric == ComparedMetric::pct_of_ceiling ? 100.0 : 1.0;
+  std::vector<double> out;
+  for (const nlohmann::json& r : *ranks) {
+    if (!r.is_object()) continue;
+    const auto v = r.find(name);
+    if (v != r.end() && v->is_number() && std::isfinite(v->get<double>()) && v->get<double>() > 0)
+      out.push_back(scale * v->get<double>());
+  }
+  return out;
+}
+
 Comparison compare_reports(const Report& base, const Report& head, const CompareOptions& options,
                            std::string base_label, std::string head_label) {
   options.validate();
@@ -328,6 +347,16 @@ Comparison compare_reports(const Report& base, const Report& head, const Compare
         cc.metrics.push_back(std::move(mc));
       }
     }
+    if (cc.metrics.empty() && b->second->measurements.empty() && c.measurements.empty())
+      for (ComparedMetric metric : options.metrics) {
+        std::vector<double> bs = per_rank_series(*b->second, metric);
+        std::vector<double> hs = per_rank_series(c, metric);
+        if (bs.empty() && hs.empty()) continue;
+        MetricComparison mc = compare_series(bs, hs, metric, options);
+        mc.measurement = "per_rank";
+        mc.why += " (one sample a rank: its median)";
+        cc.metrics.push_back(std::move(mc));
+      }
     out.cases.push_back(std::move(cc));
   }
   for (const CaseResult& c : base.cases)

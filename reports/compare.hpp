@@ -113,6 +113,12 @@ MetricComparison compare_series(const std::vector<double>& base, const std::vect
 std::vector<double> metric_series(const CaseResult& c, const std::string& measurement,
                                   ComparedMetric metric);
 
+// An expert-parallel case has no sampled measurement: each rank's median is in
+// evidence.per_rank (step_us, host_enqueue_us, exchange_gbps, share_of_ceiling). Those values,
+// one a rank, are the series compared as measurement "per_rank" (with fewer ranks than
+// --min-samples the range rule decides). Empty when the case has no per-rank figure.
+std::vector<double> per_rank_series(const CaseResult& c, ComparedMetric metric);
+
 nlohmann::json to_json(const Comparison& c);
 
 // Every compared metric, most important first (SLOWER, FASTER, AMBIGUOUS, SAME), stable within

@@ -10,6 +10,7 @@
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
 #include "reports/plot_style.hpp"
+#include "reports/rank_figures.hpp"
 #include "reports/stage_view.hpp"
 #include "reports/svg_plot.hpp"
 #include "reports/table.hpp"
@@ -417,6 +418,7 @@ std::string render_html(const Report& r) {
   out << spread_section_report(r);
   out << render_histogram_html(r);
   out << case_table(r);
+  out << render_rank_html(rank_figures(r));
   out << "<h2>Environment</h2>\n"
       << json_details("tool", r.tool) << json_details("environment", r.environment)
       << json_details("options", r.options) << json_details("invocation", r.invocation);

@@ -5,6 +5,7 @@
 
 #include "reports/case_summary.hpp"
 #include "reports/metadata.hpp"
+#include "reports/rank_figures.hpp"
 #include "reports/stage_view.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -109,6 +110,7 @@ std::string render_markdown(const Report& r) {
       table_row(out, line);
     }
   }
+  out << render_rank_markdown(rank_figures(r));
   bool header = false;
   for (const CaseResult& c : r.cases) {
     if (c.verdict == Verdict::pass) continue;

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-enum class Kind { object, string, boolean, integer };
+enum class Kind { object, string, boolean, integer, array };
 
 struct TypedField {
   const char* pointer;  // from the report's root
@@ -35,6 +35,11 @@ constexpr TypedField kTypedFields[] = {
     {"/environment/host", Kind::object},
     {"/environment/host/hostname", Kind::string},
     {"/environment/host/cpu_count", Kind::integer},
+    {"/environment/ranks", Kind::object},
+    {"/environment/ranks/world", Kind::integer},
+    {"/environment/ranks/per_rank", Kind::array},
+    {"/environment/ranks/peer_access", Kind::array},
+    {"/environment/ranks/nvlink_links", Kind::array},
     {"/options", Kind::object},
 };
 
@@ -44,6 +49,7 @@ bool has_kind(const json& v, Kind k) {
     case Kind::string: return v.is_string();
     case Kind::boolean: return v.is_boolean();
     case Kind::integer: return v.is_number_integer();
+    case Kind::array: return v.is_array();
   }
   return false;
 }
@@ -54,6 +60,7 @@ const char* kind_name(Kind k) {
     case Kind::string: return "a string";
     case Kind::boolean: return "true or false";
     case Kind::integer: return "an integer";
+    case Kind::array: return "an array";
   }
   return "?";
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "reports/rank_figures.hpp"
 #include "reports/stage_view.hpp"
 #include "reports/text_escape.hpp"
 
@@ -95,6 +96,7 @@ std::string render_table(const Report& report) {
                                               "n", "noise%"}};
   if (peer) rows[0].insert(rows[0].begin() + 11, {"cublas us", "ratio"});
   bool summed = false;  // a report from before busy time: the column holds summed durations
+  bool per_rank = false;  // an expert-parallel case's figures: the slowest rank's median
   for (const CaseResult& c : report.cases) {
     std::string gpu = "-", host = "-", kern = "-", n = "-", noise = "-";
     auto it = c.measurements.find("main");
@@ -114,6 +116,12 @@ std::string render_table(const Report& report) {
       }
       n = std::to_string(g.count);
       noise = fmt(100 * g.rsd, 2);
+    } else if (const auto step = c.metrics.find("step_us_max"); step != c.metrics.end()) {
+      // Expert parallelism: no samples, a median per rank; the slowest rank's, marked.
+      gpu = fmt(step->second.value) + "^";
+      if (const auto h = c.metrics.find("host_enqueue_us_max"); h != c.metrics.end())
+        host = fmt(h->second.value) + "^";
+      per_rank = true;
     }
     rows.push_back({c.probe, c.name + (c.mode && *c.mode != c.name ? "/" + *c.mode : ""),
                     c.shape.value_or("-"), c.m ? std::to_string(*c.m) : "-",
@@ -134,8 +142,12 @@ std::string render_table(const Report& report) {
            "(bf16, also for int4 cases); ratio: gpu us over cublas us (below 1: moebench faster)\n";
   if (const std::string missing = peer_not_measured(report); !missing.empty())
     out << "cuBLAS peer not measured: " << escape_terminal(missing, kMaxLineChars) << '\n';
+  if (per_rank)
+    out << "^ expert parallelism: the slowest rank's median step (no samples; per rank below)\n";
   if (const std::string stages = render_stage_table(stage_rows(report)); !stages.empty())
     out << '\n' << stages;
+  if (const std::string ranks = render_rank_table(rank_figures(report)); !ranks.empty())
+    out << '\n' << ranks;
   for (const CaseResult& c : report.cases) {
     if (c.verdict == Verdict::pass) continue;
     out << to_string(c.verdict) << "  " << escape_terminal(c.key(), kMaxCellChars) << ": "

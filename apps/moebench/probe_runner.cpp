@@ -84,6 +84,10 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
       state.on_case_start([&](std::size_t index, const SweepPoint& point) {
         progress.started(planned.first + index + 1, point);
       });
+      state.set_environment_sink([&](const std::string& key, nlohmann::json value) {
+        report.environment[key] = std::move(value);
+        writer.write(report);
+      });
       if (context_poisoned) {
         report::CaseResult c = state.new_case("run");
         c.verdict = report::Verdict::error;
@@ -167,6 +171,9 @@ void run_isolated(const RunRequest& request, const std::vector<const ProbeInfo*>
         continue;
       }
       complete = report::metadata_flag(r.invocation, "/complete", false);
+      // The expert-parallel probes' per-rank environment comes back with their cases.
+      if (r.environment.is_object() && r.environment.contains("ranks"))
+        report.environment["ranks"] = r.environment["ranks"];
       for (const report::CaseResult& c : r.cases) {
         std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
                      report::escape_terminal(c.key(), report::kMaxLineChars).c_str());

@@ -204,6 +204,11 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   o.read("max_samples", common.max_samples);
   o.read("host_samples", common.host_samples);
   o.read("seed", common.seed);
+  // The expert-parallel probes' GPUs (absent in older reports, and empty for all of them).
+  if (const std::vector<int> devices = o.list<int>("devices"); !devices.empty()) {
+    common.devices.clear();
+    for (int d : devices) common.devices += (common.devices.empty() ? "" : ",") + std::to_string(d);
+  }
   o.read("copy_bytes", common.copy_bytes);
   o.read("max_layers", common.max_layers);
   o.read("barrier_reps", common.barrier_reps);

@@ -116,7 +116,10 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--warmup", r.warmup, "Untimed runs before sampling")->capture_default_str();
   run.add_flag("--no-kernel-timing", r.no_kernel_timing,
                "Skip CUPTI kernel timing (kernel time and count)");
-  run.add_option("--device", r.device, "CUDA device index")->capture_default_str();
+  run.add_option("--device", r.device,
+                 "CUDA device index (default: in a worker started by mpirun, srun or torchrun, "
+                 "its local rank: LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or "
+                 "SLURM_LOCALID; else 0)");
   run.add_option("--devices", r.devices,
                  "Expert-parallel probes: GPUs, one worker each (\"0,1\" or \"all\", the default)");
   run.add_option("--seed", r.seed, "Seed of weights, inputs and routing")

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <charconv>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
 #include "engine/ep/device_list.hpp"
+#include "engine/ep/launch_env.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/probe.hpp"
 #include "probes/sweep_plan.hpp"
@@ -186,7 +188,7 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--format '" + r.format + "' is not valid; valid: table, json");
   if (r.warmup < 0 || r.warmup > 1000)
     throw UsageError("--warmup " + std::to_string(r.warmup) + " is out of range: 0..1000");
-  if (r.device < 0) throw UsageError("--device " + std::to_string(r.device) + " must be >= 0");
+  if (r.device && *r.device < 0) throw UsageError("--device " + std::to_string(*r.device) + " must be >= 0");
   if (r.output.empty()) throw UsageError("--output must name a file");
   {
     // Checked now, not when the first case is written: a run must not measure for nothing.
@@ -219,7 +221,9 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
     throw UsageError("--host-samples " + std::to_string(r.host_samples) +
                      " is out of range: 1..1000000");
   o.measure.host_samples = r.host_samples;
-  o.device = r.device;
+  const ep::DeviceChoice device = ep::choose_device(r.device, [](const char* n) { return std::getenv(n); });
+  o.device = device.device;
+  o.device_source = device.source;
   o.seed = r.seed;
   o.copy_bytes = r.copy_bytes;
   o.devices = ep::parse_device_list(r.devices);
@@ -276,6 +280,8 @@ nlohmann::json options_json(const RunOptions& o) {
                    {"max_samples", o.measure.stopping.max_samples},
                    {"host_samples", o.measure.host_samples},
                    {"device", o.device},
+                   {"device_source", o.device_source},
+                   {"devices", o.devices},
                    {"seed", o.seed},
                    {"copy_bytes", o.copy_bytes},
                    {"repeat", o.repeat},
@@ -352,10 +358,11 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
                      "--min-time", num(r.min_time_s), "--timeout", num(r.timeout_s),
                      "--max-samples", num(r.max_samples), "--host-samples", num(r.host_samples),
                      "--warmup", num(r.warmup),
-                     "--device", num(r.device), "--seed", num(r.seed),
+                     "--seed", num(r.seed),
                      "--copy-bytes", num(r.copy_bytes), "--repeat", num(r.repeat),
                      "--engines", num(r.engines), "--barrier-reps", num(r.barrier_reps),
                      "--max-layers", num(r.max_layers)});
+  if (r.device) a.insert(a.end(), {"--device", num(*r.device)});
   if (!r.devices.empty()) a.insert(a.end(), {"--devices", r.devices});
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
   for (const std::string& s : r.switches) a.insert(a.end(), {"--switch", s});

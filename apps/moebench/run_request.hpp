@@ -32,7 +32,7 @@ struct RunRequest {
   std::size_t host_samples = 100;
   int warmup = 1;
   bool no_kernel_timing = false;
-  int device = 0;
+  std::optional<int> device;  // --device; unset: the launcher's local rank, else 0 (ep::choose_device)
   std::string devices;  // --devices: the expert-parallel probes' GPUs, "0,1" or "all"
   std::uint64_t seed = 1;
   std::size_t copy_bytes = 0;

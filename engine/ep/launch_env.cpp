@@ -46,6 +46,7 @@ std::optional<LaunchEnv> launch_env_from(const EnvLookup& getenv) {
     env.rank = parse_int(c.rank, rank, 0, env.world - 1);
     const char* local = getenv(c.local_rank);
     env.local_rank = local ? parse_int(c.local_rank, local, 0, 1 << 20) : env.rank;
+    if (local) env.local_rank_variable = c.local_rank;
     if (const char* addr = getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
     if (const char* port = getenv("MASTER_PORT"); port && *port)
       env.master_port = parse_int("MASTER_PORT", port, 1, 65535);
@@ -56,6 +57,16 @@ std::optional<LaunchEnv> launch_env_from(const EnvLookup& getenv) {
 
 std::optional<LaunchEnv> launch_env() {
   return launch_env_from([](const char* name) { return std::getenv(name); });
+}
+
+DeviceChoice choose_device(std::optional<int> requested, const EnvLookup& getenv) {
+  if (requested) return {*requested, "--device"};
+  if (const std::optional<LaunchEnv> env = launch_env_from(getenv)) {
+    if (!env->local_rank_variable.empty()) return {env->local_rank, env->local_rank_variable};
+    // No local rank: one host is the only layout where the rank names a local GPU.
+    return {env->rank, env->convention.substr(0, env->convention.find('/'))};
+  }
+  return {0, "default"};
 }
 
 }  // namespace moe::ep

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -252,6 +253,28 @@ Rendezvous Rendezvous::join(const LaunchEnv& env, std::chrono::milliseconds time
 
 std::vector<std::string> Rendezvous::all_gather(const std::string& blob,
                                                 std::chrono::milliseconds timeout) {
+  return all_gather_present(blob, {}, timeout);
+}
+
+bool Rendezvous::peer_closed(int rank, std::chrono::milliseconds within) {
+  if (rank_ != 0 || rank <= 0 || rank >= world_)
+    fail("peer_closed: only rank 0 watches its peers (asked about rank " + std::to_string(rank) + ")");
+  const auto deadline = Clock::now() + within;
+  for (;;) {
+    if (!wait_fd(peers_[rank], POLLIN, deadline)) return false;
+    char buf[256];
+    const ssize_t k = ::recv(peers_[rank], buf, sizeof buf, 0);
+    if (k == 0) return true;
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (k < 0) return errno == ECONNRESET;
+  }
+}
+
+std::vector<std::string> Rendezvous::all_gather_present(const std::string& blob,
+                                                        const std::vector<int>& absent,
+                                                        std::chrono::milliseconds timeout) {
+  auto is_absent = [&](int r) { return std::find(absent.begin(), absent.end(), r) != absent.end(); };
+  if (is_absent(0)) fail("all_gather_present: rank 0 gathers, it cannot be absent");
   const std::chrono::milliseconds wait = timeout.count() > 0 ? timeout : timeout_;
   const auto deadline = Clock::now() + wait;
   std::vector<std::string> all(world_);
@@ -262,6 +285,11 @@ std::vector<std::string> Rendezvous::all_gather(const std::string& blob,
     std::vector<bool> have(world_, false);
     have[0] = true;
     int left = world_ - 1;
+    for (int r = 1; r < world_; ++r)
+      if (is_absent(r)) {
+        have[r] = true;
+        --left;
+      }
     while (left > 0) {
       std::vector<pollfd> fds;
       std::vector<int> ranks;
@@ -294,7 +322,7 @@ std::vector<std::string> Rendezvous::all_gather(const std::string& blob,
       table += b;
     }
     for (int r = 1; r < world_; ++r)
-      if (!send_message(peers_[r], table, deadline, "rank " + std::to_string(r)))
+      if (!is_absent(r) && !send_message(peers_[r], table, deadline, "rank " + std::to_string(r)))
         fail("rank " + std::to_string(r) + " did not take the gathered table within " + seconds_text(wait));
     return all;
   }

@@ -33,6 +33,14 @@ class Rendezvous {
   // rendezvous's own.
   std::vector<std::string> all_gather(const std::string& blob,
                                       std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // all_gather among the ranks that are still there: rank 0 neither waits for nor answers the
+  // ranks of `absent` (a rank that died), whose entries stay empty. Every rank present passes
+  // the same `absent`; rank 0 must not be in it.
+  std::vector<std::string> all_gather_present(const std::string& blob, const std::vector<int>& absent,
+                                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Rank 0 only: whether rank `rank`'s connection is closed (its process ended), waiting up to
+  // `within` for it; data it still sends first is read and dropped.
+  bool peer_closed(int rank, std::chrono::milliseconds within);
   // Rank 0's `blob` to every rank (the others' argument is ignored).
   std::string broadcast(const std::string& blob);
 

@@ -11,6 +11,7 @@
 #include "engine/fault_injection.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "probes/ep_common/worker_launch.hpp"
+#include "reports/rank_environment.hpp"
 #include "reports/report.hpp"
 
 namespace moe::ep {
@@ -52,6 +53,8 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
         state.add_case(std::move(c));
       }
       have_rank0 = !r.cases.empty();
+      if (r.environment.is_object() && r.environment.contains("ranks"))
+        state.add_environment("ranks", r.environment["ranks"]);
     } catch (const std::exception&) {
     }
   }
@@ -91,6 +94,10 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
 EpWorker::EpWorker(ProbeState& state, const LaunchEnv& env)
     : state_(state), env_(env), timeout_(timeout_of(state)),
       rendezvous_(join_checked(env, timeout_)) {
+  comm_ = new_communicator();
+}
+
+std::unique_ptr<Communicator> EpWorker::new_communicator() {
   ncclUniqueId id{};
   if (env_.rank == 0) MOE_NCCL_CHECK(nccl().GetUniqueId(&id));
   const std::string blob =
@@ -99,9 +106,9 @@ EpWorker::EpWorker(ProbeState& state, const LaunchEnv& env)
     throw Error(ExitCode::probe_error, "rendezvous: rank 0 sent a unique id of " +
                                            std::to_string(blob.size()) + " bytes");
   std::copy(blob.begin(), blob.end(), reinterpret_cast<char*>(&id));
-  MOE_CUDA_CHECK(cudaSetDevice(state.device().index));
-  comm_ = std::make_unique<Communicator>(env_.rank, env_.world, id, timeout_,
-                                         !mutation_active(Mutation::ep_no_watchdog));
+  MOE_CUDA_CHECK(cudaSetDevice(state_.device().index));
+  return std::make_unique<Communicator>(env_.rank, env_.world, id, timeout_,
+                                        !mutation_active(Mutation::ep_no_watchdog));
 }
 
 std::vector<nlohmann::json> EpWorker::gather(const nlohmann::json& mine,
@@ -135,6 +142,10 @@ void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), int deadline_timeo
     return;
   }
   EpWorker worker(state, *env);
+  // Every rank's GPU and the topology between them, into rank 0's environment block.
+  const std::vector<nlohmann::json> ranks =
+      worker.gather(report::capture_rank_environment(worker.rank(), state.device().index));
+  if (worker.rank() == 0) state.add_environment("ranks", report::merge_rank_environments(ranks));
   body(worker);
 }
 

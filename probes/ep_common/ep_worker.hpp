@@ -29,6 +29,9 @@ class EpWorker {
   int world() const { return env_.world; }
   Rendezvous& rendezvous() { return rendezvous_; }
   Communicator& comm() { return *comm_; }
+  // Another communicator over the same ranks (a new unique id through the rendezvous), for a
+  // case that follows one which aborted the first. Collective: every rank calls it.
+  std::unique_ptr<Communicator> new_communicator();
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Every rank's `mine`, in rank order, on every rank (through the rendezvous); `timeout` 0:

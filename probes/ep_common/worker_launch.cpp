@@ -88,8 +88,15 @@ std::vector<WorkerExit> launch_workers(const std::vector<std::string>& worker_ar
     }
     for (std::size_t i = 0; i + 1 < args.size(); ++i)
       if (args[i] == "-o") args[i + 1] = w.report_path;
+    bool device_named = false;
     for (std::size_t i = 0; i + 1 < args.size(); ++i)
-      if (args[i] == "--device") args[i + 1] = std::to_string(w.device);
+      if (args[i] == "--device") {
+        args[i + 1] = std::to_string(w.device);
+        device_named = true;
+      }
+    // Always named: a worker without --device would pick its GPU from LOCAL_RANK, which is
+    // its rank here, not the rank's entry of --devices.
+    if (!device_named) args.insert(args.end(), {"--device", std::to_string(w.device)});
     std::vector<char*> argv;
     for (std::string& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);

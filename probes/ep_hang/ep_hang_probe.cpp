@@ -1,77 +1,111 @@
-// Probe ep-hang: the last rank joins the rendezvous and the communicator, then never takes part
-// in an exchange (a rank stuck or gone mid-step). The others must end their wait within
-// --timeout through the watchdog (ncclCommGetAsyncError polling, then ncclCommAbort), each
-// naming its rank. Under the mutation ep-no-watchdog their wait is a plain
-// cudaStreamSynchronize: they hang, and only the launcher's deadline ends them (case
-// "workers", check workers_finished_within_deadline fails).
+// Probe ep-hang: a rank stuck or gone mid-step must not hang the others. Two cases:
+//   silent-rank  the last rank joins the rendezvous and the communicator, then never takes part
+//                in an exchange (stuck);
+//   dead-rank    on a fresh communicator every rank finishes a first exchange, then the last
+//                rank's process ends (no goodbye, no destructors) before its part of the second.
+// The others must end their wait within --timeout through the watchdog (ncclCommGetAsyncError
+// polling, then ncclCommAbort), each naming its rank. Under the mutation ep-no-watchdog their
+// wait is a plain cudaStreamSynchronize: they hang in the first case, and only the launcher's
+// deadline ends them (case "workers", check workers_finished_within_deadline fails).
 #if MOEBENCH_HAVE_NCCL
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
 
 #include "common/cuda_check.hpp"
 #include "engine/ep/nccl/exchange.hpp"
 #include "engine/stream.hpp"
 #include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_hang/peer_abort_verdict.hpp"
 
 namespace moe {
 
 namespace {
 
-void ep_hang_body(ep::EpWorker& w) {
-  ProbeState& state = w.state();
+constexpr std::size_t kBlock = 1 << 20;
+
+// A peer's wait on an exchange the stuck rank does not join: what it saw, for the verdict.
+void wait_on_stuck_rank(ep::EpWorker& w, ep::Communicator& comm, nlohmann::json& mine, const char* what) {
+  Stream stream(Stream::SyncPolicy::eager);
+  DeviceBuffer send = w.state().allocator().allocate(kBlock * w.world());
+  DeviceBuffer recv = w.state().allocator().allocate(kBlock * w.world());
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    ep::enqueue_exchange(comm, ep::ExchangeKind::sendrecv, send.data(), recv.data(), kBlock, stream.handle());
+    mine["entered_wait"] = true;
+    comm.wait(stream.handle(), what);
+    mine["finished"] = true;  // impossible: the stuck rank sent nothing
+  } catch (const std::exception& e) {
+    mine["error"] = e.what();
+  }
+  mine["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // NCCL kernels of an aborted communicator have returned; the buffers can go.
+  cudaStreamSynchronize(stream.handle());
+}
+
+double abort_limit_s(const ep::EpWorker& w) {
+  return std::chrono::duration<double>(w.timeout()).count() * 1.5 + 5;
+}
+
+void silent_rank_case(ep::EpWorker& w) {
   const int silent = w.world() - 1;
   nlohmann::json mine{{"rank", w.rank()}, {"silent", w.rank() == silent}, {"entered_wait", false}};
-  if (w.rank() != silent) {
-    Stream stream(Stream::SyncPolicy::eager);
-    const std::size_t block = 1 << 20;
-    DeviceBuffer send = state.allocator().allocate(block * w.world());
-    DeviceBuffer recv = state.allocator().allocate(block * w.world());
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      ep::enqueue_exchange(w.comm(), ep::ExchangeKind::sendrecv, send.data(), recv.data(), block, stream.handle());
-      mine["entered_wait"] = true;
-      w.comm().wait(stream.handle(), "an exchange with a silent rank");
-      mine["finished"] = true;  // impossible: the silent rank sent nothing
-    } catch (const std::exception& e) {
-      mine["error"] = e.what();
-    }
-    mine["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // NCCL kernels of an aborted communicator have returned; the buffers can go.
-    cudaStreamSynchronize(stream.handle());
-  }
+  if (w.rank() != silent) wait_on_stuck_rank(w, w.comm(), mine, "an exchange with a silent rank");
   // The silent rank waits here for the others' watchdogs: longer than they wait.
   const std::vector<nlohmann::json> ranks = w.gather(mine, w.timeout() * 3 + std::chrono::seconds(10));
   if (w.rank() != 0) return;
-  report::CaseResult c = state.new_case("silent-rank");
-  const double limit = std::chrono::duration<double>(w.timeout()).count() * 1.5 + 5;
-  bool aborted = true, entered = true;
-  std::string detail;
-  for (const auto& r : ranks) {
-    if (r["silent"].get<bool>()) continue;
-    const int rank = r["rank"].get<int>();
-    const std::string err = r.value("error", "");
-    const double s = r.value("seconds", 0.0);
-    entered = entered && r["entered_wait"].get<bool>();
-    const bool ok = err.rfind("rank " + std::to_string(rank) + ": ", 0) == 0 &&
-                    err.find("communicator aborted") != std::string::npos && s <= limit;
-    aborted = aborted && ok;
-    detail += (detail.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + " after " +
-                                              std::to_string(s).substr(0, 5) + " s: " +
-                                              (err.empty() ? "no error" : err));
+  report::CaseResult c = w.state().new_case("silent-rank");
+  ep::judge_silent_rank(c, ranks, w.world(), silent, abort_limit_s(w));
+  w.state().add_case(std::move(c));
+}
+
+void dead_rank_case(ep::EpWorker& w) {
+  const int dead = w.world() - 1;
+  // The first case aborted the peers' communicator: a fresh one for this case.
+  std::unique_ptr<ep::Communicator> comm = w.new_communicator();
+  nlohmann::json mine{{"rank", w.rank()}, {"dies", w.rank() == dead}, {"first_exchange_done", false},
+                      {"entered_wait", false}};
+  {
+    Stream stream(Stream::SyncPolicy::eager);
+    DeviceBuffer send = w.state().allocator().allocate(kBlock * w.world());
+    DeviceBuffer recv = w.state().allocator().allocate(kBlock * w.world());
+    ep::enqueue_exchange(*comm, ep::ExchangeKind::sendrecv, send.data(), recv.data(), kBlock, stream.handle());
+    comm->wait(stream.handle(), "the first exchange, before a rank dies");
+    mine["first_exchange_done"] = true;
   }
-  c.prove("silent_rank_joined", static_cast<int>(ranks.size()) == w.world(), "the silent rank did not report");
-  c.prove("peers_waited_on_it", entered, "a peer never waited on the exchange");
-  c.checks.push_back({"peers_aborted_within_timeout", aborted, detail});
-  c.evidence["per_rank"] = ranks;
-  c.parameters = {{"ranks", w.world()}, {"silent_rank", silent}};
-  c.conclude("every peer aborted its communicator within --timeout, naming its rank");
-  state.add_case(std::move(c));
+  // Every rank has its first exchange whole before one leaves: its rows may still be read
+  // from its memory (NCCL's P2P read) until the receiver is done.
+  w.gather(nlohmann::json{{"rank", w.rank()}, {"first_exchange_done", true}});
+  if (w.rank() == dead) {
+    // Mid-step: after the first exchange, before its part of the second; no destructor runs,
+    // as in a crash. Exit 0 so the launcher counts it as planned, not as a failed worker.
+    std::fprintf(stderr, "rank %d: leaving mid-step (probe ep-hang, case dead-rank)\n", w.rank());
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
+  wait_on_stuck_rank(w, *comm, mine, "an exchange with a rank that died");
+  bool closed = false;
+  if (w.rank() == 0) closed = w.rendezvous().peer_closed(dead, w.timeout());
+  std::vector<nlohmann::json> ranks;
+  for (const std::string& s : w.rendezvous().all_gather_present(mine.dump(), {dead}, w.timeout() * 3))
+    ranks.push_back(s.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(s));
+  if (w.rank() != 0) return;
+  report::CaseResult c = w.state().new_case("dead-rank");
+  ep::judge_dead_rank(c, ranks, w.world(), dead, closed, abort_limit_s(w));
+  w.state().add_case(std::move(c));
+}
+
+void ep_hang_body(ep::EpWorker& w) {
+  silent_rank_case(w);
+  dead_rank_case(w);
 }
 
 }  // namespace
 
-// The launcher's deadline is short: the watchdog ends a clean run within --timeout.
+// The launcher's deadline is short: the watchdog ends each case of a clean run within --timeout.
 void run_ep_hang_probe(ProbeState& state) {
-  ep::run_ep_probe(state, &ep_hang_body, 3, std::chrono::seconds(30));
+  ep::run_ep_probe(state, &ep_hang_body, 5, std::chrono::seconds(40));
 }
 
 }  // namespace moe

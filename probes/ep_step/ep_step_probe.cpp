@@ -2,12 +2,18 @@
 // tokens per rank and exchange: route, dispatch (pack + exchange), expert compute and combine
 // (return exchange + combine) GPU time per rank, host enqueue time, bytes on the wire and the
 // exchanges' GB/s against the alltoall ceiling measured in the same run. Times are reported
-// only after every rank's output matched the single-device CPU reference.
+// only after every rank's output matched the single-device CPU reference. Mode graph (--mode;
+// default eager and graph) captures the steady step once and replays it: the step's GPU time
+// and the launch's host time per rank, and the output of a replay on input the capture never
+// saw checked the same way.
 #if MOEBENCH_HAVE_NCCL
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "common/cuda_check.hpp"
+#include "common/cuda_event.hpp"
+#include "engine/captured_graph.hpp"
 #include "engine/ep/expert_map.hpp"
 #include "engine/ep/nccl/exchange.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
@@ -45,6 +51,10 @@ void ep_step_body(ep::EpWorker& w) {
   // The ceiling first, on the same communicator: what the exchanges are measured against.
   const ep::LinkSample ceiling =
       ep::measure_alltoall(w.comm(), state.allocator(), std::size_t{256} << 20, 10, stream.handle());
+  // Its cases are decided as it runs (no declared sweep): --mode, else eager and graph.
+  const std::vector<std::string> modes = state.options().modes.empty()
+                                             ? std::vector<std::string>{"eager", "graph"}
+                                             : state.options().modes;
   for (const Shape& shape : shapes_or_default(state, kEpShapes)) {
     const kernels::MoeDims dims = shape.dims(kernels::WeightFormat::bf16);
     const ep::ExpertMap map = ep::ExpertMap::contiguous(dims.experts, w.world());
@@ -55,25 +65,39 @@ void ep_step_body(ep::EpWorker& w) {
         cfg.seed = derive_seed(state.options().seed, 0xE9);
         cfg.m = m;
         cfg.exchange = kind;
-        nlohmann::json mine{{"rank", w.rank()}, {"device", state.device().index}};
-        {
-          ep::ShardedLayer layer(cfg, map, w.comm(), w.rendezvous(), state.allocator(), stream.handle());
-          layer.generate_input(w.rank() * m);
-          layer.enqueue_step(false);
-          layer.finish("the checked step");
-          const ep::RankOutputCheck check = ep::check_rank_output(
-              dims, cfg.seed, layer.input_host(), layer.output_host(), m, affordable_tokens(dims, m));
-          mine["passed"] = check.passed;
-          mine["rel_l2"] = check.rel_l2;
-          mine["check"] = check.detail;
-          mine["tokens_checked"] = check.tokens_checked;
-          if (check.passed) {
+        for (const std::string& mode : modes) {
+          const bool graph = mode == "graph";
+          nlohmann::json mine{{"rank", w.rank()}, {"device", state.device().index}};
+          {
+            ep::ShardedLayer layer(cfg, map, w.comm(), w.rendezvous(), state.allocator(), stream.handle());
+            layer.generate_input(w.rank() * m);
+            layer.enqueue_step(false);
+            layer.finish("the checked step");
             for (int i = 0; i < kWarmup; ++i) {
               layer.enqueue_step(false);
               layer.finish("a warm-up step");
             }
-            std::vector<double> route, dispatch, compute, combine, host;
+            // Graph mode: the steady step captured once (fixed sizes, enqueue-only, counts in the
+            // block headers), then replayed; its output is checked after the replays, with an
+            // input the capture never saw, so a replay that reused captured counts is caught.
+            std::unique_ptr<CapturedGraph> captured;
+            if (graph) {
+              captured = std::make_unique<CapturedGraph>(stream, [&] { layer.enqueue_step(false); });
+              mine["graph_nodes"] = captured->nodes();
+            }
+            std::vector<double> route, dispatch, compute, combine, step, host;
+            CudaEvent start, stop;
             for (int i = 0; i < kReps; ++i) {
+              if (graph) {
+                start.record(stream.handle());
+                const auto t0 = std::chrono::steady_clock::now();
+                captured->replay(stream);
+                host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+                stop.record(stream.handle());
+                layer.finish("a replayed step");
+                step.push_back(1000.0 * stop.elapsed_ms_since(start));
+                continue;
+              }
               const auto t0 = std::chrono::steady_clock::now();
               layer.enqueue_step(true);
               host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
@@ -82,47 +106,69 @@ void ep_step_body(ep::EpWorker& w) {
               dispatch.push_back(t.dispatch_us);
               compute.push_back(t.compute_us);
               combine.push_back(t.combine_us);
+              step.push_back(t.route_us + t.dispatch_us + t.compute_us + t.combine_us);
             }
-            const double dispatch_us = median(dispatch), combine_us = median(combine);
-            mine["route_us"] = median(route);
-            mine["dispatch_us"] = dispatch_us;
-            mine["compute_us"] = median(compute);
-            mine["combine_us"] = combine_us;
-            mine["step_us"] = median(route) + dispatch_us + median(compute) + combine_us;
-            mine["host_enqueue_us"] = median(host);
-            mine["wire_bytes"] = layer.wire_bytes_sent();
-            mine["exchanged_bytes"] = layer.exchanged_bytes();
-            const double gbps = static_cast<double>(layer.exchanged_bytes()) / ((dispatch_us + combine_us) * 1e3);
-            mine["exchange_gbps"] = gbps;
-            mine["ceiling_bus_gbps"] = ceiling.bus_gbps;
-            mine["share_of_ceiling"] = ceiling.bus_gbps > 0 ? gbps / ceiling.bus_gbps : 0.0;
+            if (graph) {
+              // New rows under the same graph: other routes, other counts in the headers.
+              layer.generate_input(w.world() * m + w.rank() * m);
+              captured->replay(stream);
+              layer.finish("the checked replay");
+            }
+            const ep::RankOutputCheck check = ep::check_rank_output(
+                dims, cfg.seed, layer.input_host(), layer.output_host(), m, affordable_tokens(dims, m));
+            mine["passed"] = check.passed;
+            mine["rel_l2"] = check.rel_l2;
+            mine["check"] = check.detail;
+            mine["tokens_checked"] = check.tokens_checked;
+            if (check.passed) {
+              if (!graph) {
+                const double dispatch_us = median(dispatch), combine_us = median(combine);
+                mine["route_us"] = median(route);
+                mine["dispatch_us"] = dispatch_us;
+                mine["compute_us"] = median(compute);
+                mine["combine_us"] = combine_us;
+                const double gbps = static_cast<double>(layer.exchanged_bytes()) / ((dispatch_us + combine_us) * 1e3);
+                mine["exchange_gbps"] = gbps;
+                mine["ceiling_bus_gbps"] = ceiling.bus_gbps;
+                mine["share_of_ceiling"] = ceiling.bus_gbps > 0 ? gbps / ceiling.bus_gbps : 0.0;
+              }
+              mine["step_us"] = median(step);
+              mine["host_enqueue_us"] = median(host);
+              mine["wire_bytes"] = layer.wire_bytes_sent();
+              mine["exchanged_bytes"] = layer.exchanged_bytes();
+            }
           }
+          const std::vector<nlohmann::json> ranks = w.gather(mine);
+          if (w.rank() != 0) continue;
+          report::CaseResult c = moe_case(state, std::string(ep::to_string(kind)), shape,
+                                          kernels::WeightFormat::bf16, m, mode);
+          c.require({"outputs_checked"});
+          bool ok = true;
+          std::string detail;
+          for (const auto& r : ranks) {
+            ok = ok && r["passed"].get<bool>();
+            detail += (detail.empty() ? "" : "; ") + ("rank " + std::to_string(r["rank"].get<int>()) + ": " + r["check"].get<std::string>());
+          }
+          c.checks.push_back({"output_matches_reference", ok, detail});
+          c.prove("outputs_checked", ok, "an output did not match the reference");
+          // A graph's parts are not timed apart: the step's GPU time and the launch's host time.
+          if (ok && graph)
+            ep::add_rank_summary(c, ranks, {{"step_us", "us"}, {"host_enqueue_us", "us"}, {"wire_bytes", "bytes"}});
+          else if (ok)
+            ep::add_rank_summary(c, ranks, {{"route_us", "us"}, {"dispatch_us", "us"}, {"compute_us", "us"},
+                                            {"combine_us", "us"}, {"step_us", "us"}, {"host_enqueue_us", "us"},
+                                            {"wire_bytes", "bytes"}, {"exchange_gbps", "GB/s"},
+                                            {"share_of_ceiling", "ratio"}});
+          else
+            c.evidence["per_rank"] = ranks;
+          c.parameters["ranks"] = w.world();
+          c.parameters["exchange"] = std::string(ep::to_string(kind));
+          c.parameters["map"] = map.describe();
+          c.conclude(graph ? "the captured step, replayed on new input, matched the reference on every rank; "
+                             "times per rank"
+                           : "output matched the reference on every rank; times per rank");
+          state.add_case(std::move(c));
         }
-        const std::vector<nlohmann::json> ranks = w.gather(mine);
-        if (w.rank() != 0) continue;
-        report::CaseResult c = moe_case(state, std::string(ep::to_string(kind)), shape,
-                                        kernels::WeightFormat::bf16, m, "eager");
-        c.require({"outputs_checked"});
-        bool ok = true;
-        std::string detail;
-        for (const auto& r : ranks) {
-          ok = ok && r["passed"].get<bool>();
-          detail += (detail.empty() ? "" : "; ") + ("rank " + std::to_string(r["rank"].get<int>()) + ": " + r["check"].get<std::string>());
-        }
-        c.checks.push_back({"output_matches_reference", ok, detail});
-        c.prove("outputs_checked", ok, "an output did not match the reference");
-        if (ok)
-          ep::add_rank_summary(c, ranks, {{"route_us", "us"}, {"dispatch_us", "us"}, {"compute_us", "us"},
-                                          {"combine_us", "us"}, {"step_us", "us"}, {"host_enqueue_us", "us"},
-                                          {"wire_bytes", "bytes"}, {"exchange_gbps", "GB/s"},
-                                          {"share_of_ceiling", "ratio"}});
-        else
-          c.evidence["per_rank"] = ranks;
-        c.parameters["ranks"] = w.world();
-        c.parameters["exchange"] = std::string(ep::to_string(kind));
-        c.parameters["map"] = map.describe();
-        c.conclude("output matched the reference on every rank; times per rank");
-        state.add_case(std::move(c));
       }
   }
 }

@@ -176,6 +176,47 @@ TEST_CASE("rendezvous over loopback: 2 to 4 processes gather in rank order and s
   }
 }
 
+TEST_CASE("rendezvous: a rank that dies after joining is seen closed, and the others still gather") {
+  const int port = free_port();
+  const auto results = run_ranks(3, all_ranks(3), [&](int rank) {
+    Rendezvous rv = Rendezvous::join(env_for(rank, 3, port), 10s);
+    rv.all_gather("first-" + std::to_string(rank));  // every rank took part once
+    if (rank == 2) ::_exit(0);                       // then it dies, no goodbye
+    std::string text;
+    if (rank == 0) text = rv.peer_closed(2, 5s) ? "closed;" : "open;";
+    for (const std::string& b : rv.all_gather_present("after-" + std::to_string(rank), {2}))
+      text += b + ",";
+    if (rank == 0) CHECK_THROWS_AS(rv.all_gather_present("x", {0}), EnvironmentError);
+    return text;
+  });
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[0].text == "closed;after-0,after-1,,");
+  CHECK(results[1].exit_code == 0);
+  CHECK(results[1].text == "after-0,after-1,,");
+  CHECK(results[2].exit_code == 0);
+}
+
+TEST_CASE("rendezvous: a live peer is not reported closed; only rank 0 may ask") {
+  const int port = free_port();
+  const auto results = run_ranks(2, all_ranks(2), [&](int rank) {
+    Rendezvous rv = Rendezvous::join(env_for(rank, 2, port), 10s);
+    std::string text;
+    if (rank == 0) text = rv.peer_closed(1, 200ms) ? "closed" : "open";
+    else {
+      try {
+        rv.peer_closed(0, 10ms);
+      } catch (const EnvironmentError&) {
+        text = "refused";
+      }
+      std::this_thread::sleep_for(600ms);  // after rank 0 has looked (it drops what it reads)
+    }
+    rv.all_gather("done");
+    return text;
+  });
+  CHECK(results[0].text == "open");
+  CHECK(results[1].text == "refused");
+}
+
 TEST_CASE("rendezvous: a rank that never comes is a clear timeout on every rank, no hang") {
   const int port = free_port();
   const auto t0 = std::chrono::steady_clock::now();

@@ -204,6 +204,126 @@ def write(name, r):
         f.write("\n")
 
 
+# Expert parallelism over two H200s of one host, as `moebench run ep-step ep-hang
+# ep-drop-inflight --devices 0,1` records it: rank 0's report, every case with per-rank values
+# (evidence.per_rank) and, per metric, NAME_min / NAME_mean / NAME_max over ranks; no sampled
+# measurements (the probe keeps medians per rank); the environment with its `ranks` block.
+EP_SHAPES = ["deepseek-v2-lite", "qwen3-30b-a3b"]
+EP_MS = [1, 8, 32]
+EP_METRICS = [("route_us", "us"), ("dispatch_us", "us"), ("compute_us", "us"), ("combine_us", "us"),
+              ("step_us", "us"), ("host_enqueue_us", "us"), ("wire_bytes", "bytes"),
+              ("exchange_gbps", "GB/s"), ("share_of_ceiling", "ratio")]
+
+
+def ep_rank_values(rng, rank, shape, m, exchange, slowdown):
+    s = SHAPES[shape]
+    base = 1.0 + 0.04 * rank  # rank 1 a little slower: its GPU is farther from the switch
+    route = (9.0 + 0.05 * m) * base
+    dispatch = (18.0 + 0.4 * m) * base * (0.9 if exchange == "alltoall" else 1.0) * slowdown
+    compute = (25.0 + 1.6 * m) * base
+    combine = (16.0 + 0.5 * m) * base
+    wire = 2 * 16 + m * (s["hidden"] * 2 + 16 + s["hidden"] * 4 + 16) * s["top_k"] // 2
+    exchanged = 2 * 2 * (m * (s["hidden"] * 6 + 48) + 16)
+    gbps = exchanged / ((dispatch + combine) * 1e3)
+    jitter = lambda x: round(x * (1 + rng.gauss(0, 0.002)), 3)
+    v = {"rank": rank, "device": rank, "passed": True, "rel_l2": 0.0031 + 0.0001 * rank,
+         "check": "relative L2 %.4f over %d tokens (at most 0.02)" % (0.0031 + 0.0001 * rank, m),
+         "tokens_checked": m, "route_us": jitter(route), "dispatch_us": jitter(dispatch),
+         "compute_us": jitter(compute), "combine_us": jitter(combine),
+         "host_enqueue_us": jitter(31.0 + 2 * rank), "wire_bytes": wire, "exchanged_bytes": exchanged,
+         "exchange_gbps": gbps, "ceiling_bus_gbps": 341.2, "share_of_ceiling": gbps / 341.2}
+    v["step_us"] = v["route_us"] + v["dispatch_us"] + v["compute_us"] + v["combine_us"]
+    return v
+
+
+def ep_step_case(rng, shape, m, exchange, slowdown=1.0):
+    ranks = [ep_rank_values(rng, r, shape, m, exchange, slowdown) for r in range(2)]
+    c = case("ep-step", exchange, shape=shape, m=m, format="bf16", mode="eager",
+             reason="output matched the reference on every rank; times per rank",
+             required_evidence=["outputs_checked"])
+    c["checks"] = [{"name": "output_matches_reference", "passed": True,
+                    "detail": "; ".join("rank %d: %s" % (r["rank"], r["check"]) for r in ranks)}]
+    c["evidence"] = {"outputs_checked": True, "per_rank": ranks}
+    for name, unit in EP_METRICS:
+        vals = [r[name] for r in ranks]
+        c["metrics"][name + "_min"] = {"value": min(vals), "unit": unit}
+        c["metrics"][name + "_mean"] = {"value": sum(vals) / len(vals), "unit": unit}
+        c["metrics"][name + "_max"] = {"value": max(vals), "unit": unit}
+    c["parameters"] = {"ranks": 2, "exchange": exchange, "map": "contiguous: %d experts over 2 ranks"
+                       % SHAPES[shape]["experts"]}
+    return c
+
+
+def ep_hang_case(timeout):
+    peers = [{"rank": 0, "silent": False, "entered_wait": True, "seconds": timeout + 0.02,
+              "error": "rank 0: an exchange with a silent rank did not finish within %.3f s (a peer rank "
+                       "is missing or stuck); communicator aborted" % timeout},
+             {"rank": 1, "silent": True, "entered_wait": False}]
+    c = case("ep-hang", "silent-rank", reason="every peer aborted its communicator within --timeout, "
+             "naming its rank", required_evidence=["silent_rank_joined", "peers_waited_on_it"])
+    c["checks"] = [{"name": "peers_aborted_within_timeout", "passed": True,
+                    "detail": "rank 0 after %.2f s: %s" % (peers[0]["seconds"], peers[0]["error"])}]
+    c["evidence"] = {"silent_rank_joined": True, "peers_waited_on_it": True, "per_rank": peers}
+    c["parameters"] = {"ranks": 2, "silent_rank": 1}
+    return c
+
+
+def ep_drop_case():
+    ranks = [{"rank": r, "receive_buffers": ["0x7f%d2a000000" % r, "0x7f%d2c000000" % r],
+              "successor_blocks": ["0x7f%d30000000" % r, "0x7f%d32000000" % r],
+              "receive_blocks_handed_out_while_pending": [], "pending_at_drop": True,
+              "pending_after_successor": True, "successor_bytes": 1320960, "successor_bytes_changed": 0,
+              "receive_blocks_reused_after_completion": 2, "output_matches": True,
+              "output_detail": "relative L2 0.0030 over 32 tokens (at most 0.02)"} for r in range(2)]
+    c = case("ep-drop-inflight", "layer", shape="deepseek-v2-lite", m=32, format="bf16",
+             reason="every rank dropped its layer with the exchange in flight; the receive blocks went "
+                    "to the next owner only after the step finished, and its output was right",
+             required_evidence=["every_rank_answered", "exchange_pending_at_drop",
+                                "exchange_pending_while_successor_wrote", "receive_blocks_handed_out_again"])
+    c["checks"] = [{"name": n, "passed": True, "detail": d} for n, d in (
+        ("no_receive_block_handed_out_while_pending", "no rank's receive buffers went to another owner"),
+        ("successor_bytes_intact", "every byte the successor wrote read back unchanged on every rank"),
+        ("inflight_output_matches_reference", "the dropped step's output matched the reference on every rank"))]
+    c["evidence"] = {"per_rank": ranks, "every_rank_answered": True, "exchange_pending_at_drop": True,
+                     "exchange_pending_while_successor_wrote": True, "receive_blocks_handed_out_again": True}
+    c["parameters"] = {"ranks": 2, "hold_ns": 200000000, "exchange": "alltoall"}
+    return c
+
+
+def ep_ranks_environment():
+    pcis = ["0000:19:00.0", "0000:3B:00.0"]
+    per_rank = []
+    for r in range(2):
+        links = [{"link": k, "active": True, "remote_pci_bus_id": "00000000:%s" % ("C1:00.0" if k % 2 else "C2:00.0")}
+                 for k in range(18)]
+        per_rank.append({"rank": r, "hostname": "gpu-runner-7", "device": r, "name": "NVIDIA H200",
+                         "uuid": "GPU-5c1e0a7e-3f4b-2a91-8d6e-0b7f3c2d1e9%d" % r, "pci_bus_id": pcis[r],
+                         "nvlink": {"available": True, "links": links}, "nvlink_active_links": 18})
+    return {"world": 2, "hosts": 1, "gpus_distinct": True, "per_rank": per_rank,
+            "peer_access": [[None, True], [True, None]], "nvlink_links": [[None, 0], [0, None]]}
+
+
+def ep_suite(seed, started, slow=None, commit="d7cabc8b5e0f4a1c9e2d3b4a5c6d7e8f9a0b1c2d"):
+    rng = random.Random(seed)
+    r = envelope(started, commit=commit)
+    r["invocation"]["argv"] = ["moebench", "run", "ep-step", "ep-hang", "ep-drop-inflight", "--devices", "0,1",
+                               "--timeout", "5"]
+    r["options"]["timeout_s"] = 5.0
+    r["options"]["devices"] = [0, 1]
+    r["options"]["shapes"] = [dict(name=n, scoring="softmax", renormalize=True, description=n, **SHAPES[n])
+                              for n in EP_SHAPES]
+    r["options"]["m"] = EP_MS
+    r["options"]["weight_formats"] = ["bf16"]
+    r["environment"]["ranks"] = ep_ranks_environment()
+    for shape in EP_SHAPES:
+        for m in EP_MS:
+            for exchange in ("alltoall", "sendrecv"):
+                r["cases"].append(ep_step_case(rng, shape, m, exchange, (slow or {}).get((shape, m, exchange), 1.0)))
+    r["cases"].append(ep_hang_case(5.0))
+    r["cases"].append(ep_drop_case())
+    return r
+
+
 def main():
     # Each report is its own run: its own start time (compare warns about two copies of one).
     os.makedirs(OUT, exist_ok=True)
@@ -260,6 +380,11 @@ def main():
     for c in mut["cases"][1:]:
         c["mutation"] = "noop-timing-barrier"
     write("h200-copy-mutations.json", mut)
+    # Expert parallelism on two GPUs; the head's dispatch of one case 30% slower on both ranks.
+    write("h200x2-ep-base.json", ep_suite(13, "2025-06-03T10:00:00Z"))
+    write("h200x2-ep-head.json", ep_suite(14, "2025-06-03T11:00:00Z",
+                                          slow={("deepseek-v2-lite", 32, "alltoall"): 1.3},
+                                          commit="c3d4e5f60718293a4b5c6d7e8f90123456789012"))
 
 
 if __name__ == "__main__":

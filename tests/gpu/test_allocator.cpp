@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
 #include "engine/device_allocator.hpp"
+#include "kernels/interference/interference_kernels.hpp"
 #include "support/gpu_test.hpp"
 
 using moe::DeviceAllocator;
@@ -60,4 +65,43 @@ TEST_CASE("moving a buffer transfers ownership exactly once") {
   CHECK(b);
   b.reset();
   CHECK(alloc.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("a stream-ordered release hands nothing out before the stream's work finished") {
+  moe::test::test_device();
+  DeviceAllocator alloc(DeviceAllocator::Mode::caching);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  void* held = nullptr;
+  {
+    DeviceBuffer a = alloc.allocate(3000);
+    held = a.data();
+    moe::kernels::gpu_sleep(200'000'000, stream);  // the work that may still use it
+    std::vector<DeviceBuffer> batch;
+    batch.push_back(std::move(a));
+    alloc.release_after(std::move(batch), stream);
+  }
+  CHECK(alloc.stats().bytes_pending_release == 3000);
+  CHECK(alloc.stats().bytes_in_use == 3000);  // still the stream's
+  {
+    DeviceBuffer early = alloc.allocate(3000);
+    CHECK(early.data() != held);
+    CHECK(cudaStreamQuery(stream) == cudaErrorNotReady);  // it really was pending
+  }
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  DeviceBuffer late = alloc.allocate(3000);  // the batch is taken back first
+  CHECK(alloc.stats().bytes_pending_release == 0);
+  CHECK(late.data() == held);
+  late.reset();
+  // A batch still pending when the allocator goes is waited for, not leaked early.
+  {
+    DeviceAllocator scoped(DeviceAllocator::Mode::caching);
+    DeviceBuffer b = scoped.allocate(512);
+    moe::kernels::gpu_sleep(50'000'000, stream);
+    std::vector<DeviceBuffer> batch;
+    batch.push_back(std::move(b));
+    scoped.release_after(std::move(batch), stream);
+  }
+  CHECK(cudaStreamQuery(stream) == cudaSuccess);
+  cudaStreamDestroy(stream);
 }

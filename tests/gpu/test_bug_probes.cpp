@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/fault_injection.hpp"
 #include "probes/catch_plan.hpp"
+#include "probes/probe.hpp"
 #include "support/cli_runner.hpp"
 #include "support/gpu_test.hpp"
 
@@ -91,10 +93,16 @@ TEST_CASE("selftest: each probe passes clean with its evidence and each mutation
   CHECK(bandwidth_row);
   CHECK(two_engine_plain);
   // One row per (mutation, target probe), and two-engine's mutation once more under plain.
+  // Probes this machine cannot run (the expert-parallel ones on one GPU) have no rows.
   std::size_t targets = 0;
+  const int gpus = moe::Device::count();
   for (const auto& m : moe::all_mutations())
     if (m.historic_bug)
-      for (const auto& t : moe::catch_targets(m)) targets += t.probe == "two-engine" ? 2 : 1;
+      for (const auto& t : moe::catch_targets(m)) {
+        const moe::ProbeInfo& p = moe::probe_by_name(t.probe);
+        if (!p.not_built.empty() || p.min_gpus > gpus) continue;
+        targets += t.probe == "two-engine" ? 2 : 1;
+      }
   CHECK(mutated_rows == targets);
   // Every clean case in the report passed with its evidence.
   for (const auto& c : j.at("cases"))
@@ -183,4 +191,57 @@ TEST_CASE("capture-replay records a sync inside a capture as a FAIL of no_sync_i
     REQUIRE(usable);
     CHECK(usable->at("passed") == true);
   }
+}
+
+// The cross-rank form of drop-after-inflight over two GPUs: clean, the receive blocks go to the
+// next owner only after the step, with the race proven forced; under ep-free-recv-early the
+// next owner gets them while the exchange is in flight and its bytes are overwritten.
+TEST_CASE("ep-drop-inflight passes clean with its evidence and fails under ep-free-recv-early") {
+  moe::test::test_device();
+  const moe::ProbeInfo& probe = moe::probe_by_name("ep-drop-inflight");
+  if (!probe.not_built.empty() || moe::Device::count() < 2) {
+    MESSAGE("skipped: ep-drop-inflight needs NCCL and two GPUs");
+    return;
+  }
+  const json clean = run_probe("ep-drop-inflight", {"ep-drop-inflight", "--devices", "0,1", "--timeout", "30"});
+  REQUIRE(clean.at("cases").size() == 1);
+  const json& c = clean.at("cases")[0];
+  CAPTURE(c.at("reason").get<std::string>());
+  CHECK(c.at("verdict") == "PASS");
+  check_evidence_proven(c);
+  CHECK(clean.at("environment").at("ranks").at("world") == 2);
+  const json bug = run_probe("ep-drop-inflight-bug", {"ep-drop-inflight", "--devices", "0,1", "--timeout", "30",
+                                                      "--mutation", "ep-free-recv-early"});
+  REQUIRE(bug.at("cases").size() == 1);
+  const json& b = bug.at("cases")[0];
+  CAPTURE(b.at("reason").get<std::string>());
+  CHECK(b.at("verdict") == "FAIL");
+  for (const std::string& name : moe::catch_targets(moe::info(moe::Mutation::ep_free_recv_early)).front().checks) {
+    CAPTURE(name);
+    const json* k = find_check(b, name);
+    REQUIRE(k);
+    CHECK(k->at("passed") == false);
+  }
+  CHECK(b.at("evidence").at("exchange_pending_while_successor_wrote") == true);
+}
+
+// ep-hang's two cases over two GPUs: a silent rank and a rank whose process ends after its
+// first exchange; the peers abort within --timeout either way.
+TEST_CASE("ep-hang: a silent rank and a rank that dies mid-step are both aborted within the timeout") {
+  moe::test::test_device();
+  const moe::ProbeInfo& probe = moe::probe_by_name("ep-hang");
+  if (!probe.not_built.empty() || moe::Device::count() < 2) {
+    MESSAGE("skipped: ep-hang needs NCCL and two GPUs");
+    return;
+  }
+  const json r = run_probe("ep-hang", {"ep-hang", "--devices", "0,1", "--timeout", "5"});
+  std::set<std::string> names;
+  for (const json& c : r.at("cases")) {
+    CAPTURE(c.at("name").get<std::string>());
+    CAPTURE(c.at("reason").get<std::string>());
+    names.insert(c.at("name").get<std::string>());
+    CHECK(c.at("verdict") == "PASS");
+    check_evidence_proven(c);
+  }
+  CHECK(names == std::set<std::string>{"silent-rank", "dead-rank"});
 }

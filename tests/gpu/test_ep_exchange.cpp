@@ -1,15 +1,19 @@
 // The NCCL exchange and the sharded layer on two or more GPUs of this host, one thread a rank
 // (rendezvous over 127.0.0.1, a communicator each, as separate processes would): both exchanges
 // move every block to its rank, the sharded layer's output on every rank matches the
-// single-device CPU reference (also as M changes from step to step), and a rank that never
-// enqueues its half makes the others' watchdog abort within the timeout. Skips (77) with fewer
-// than two GPUs or without NCCL.
+// single-device CPU reference (also as M changes from step to step, and replayed from a
+// captured graph on new input), a layer dropped with its step in flight keeps its receive
+// buffers from the next owner until the step ended (and under ep-free-recv-early does not),
+// and a rank that never enqueues its half makes the others' watchdog abort within the timeout.
+// Skips (77) with fewer than two GPUs or without NCCL.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #if MOEBENCH_HAVE_NCCL
@@ -22,7 +26,11 @@
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
 #include "engine/ep/rendezvous.hpp"
+#include "engine/captured_graph.hpp"
+#include "engine/fault_injection.hpp"
 #include "engine/stream.hpp"
+#include "kernels/interference/interference_kernels.hpp"
+#include "common/cuda_event.hpp"
 #include "probes/ep_common/worker_launch.hpp"
 
 using namespace moe;
@@ -180,6 +188,112 @@ TEST_CASE("one sharded layer over steps whose tokens per rank change matches on 
     CAPTURE(r);
     CHECK(errors[r] == "");
     CHECK(failures[r] == "");
+  }
+}
+
+TEST_CASE("a captured sharded step replays right, also on input the capture never saw") {
+  const int world = ranks_or_skip();
+  kernels::MoeDims d;
+  d.hidden = 256;
+  d.inter = 128;
+  d.experts = 8;
+  d.shared = 1;
+  d.top_k = 2;
+  const int m = 16;
+  std::vector<std::string> failures(world);
+  const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+    DeviceAllocator alloc;
+    Stream stream;
+    ep::ShardedLayerConfig cfg;
+    cfg.dims = d;
+    cfg.seed = 4242;
+    cfg.m = m;
+    cfg.exchange = ep::default_exchange_kind();
+    ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
+    layer.generate_input(r * m);
+    layer.enqueue_step();
+    layer.finish("the eager step");
+    CapturedGraph graph(stream, [&] { layer.enqueue_step(); });
+    if (graph.nodes() == 0) failures[r] += "the graph captured no nodes; ";
+    for (int first : {r * m, (world + r) * m, (2 * world + r) * m}) {
+      layer.generate_input(first);
+      for (int i = 0; i < 2; ++i) {
+        graph.replay(stream);
+        layer.finish("a replay");
+      }
+      const ep::RankOutputCheck c = ep::check_rank_output(d, cfg.seed, layer.input_host(), layer.output_host(), m, m);
+      if (!c.passed) failures[r] += "input from token " + std::to_string(first) + ": " + c.detail + "; ";
+    }
+  });
+  for (int r = 0; r < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[r] == "");
+    CHECK(failures[r] == "");
+  }
+}
+
+TEST_CASE("a sharded layer dropped in flight keeps its receive buffers until the step ends; freed early, they are overwritten") {
+  const int world = ranks_or_skip();
+  kernels::MoeDims d;
+  d.hidden = 256;
+  d.inter = 128;
+  d.experts = 8;
+  d.shared = 0;
+  d.top_k = 2;
+  const int m = 16;
+  for (bool mutated : {false, true}) {
+    CAPTURE(mutated);
+    std::optional<ScopedMutation> mutation;  // process-wide: every rank thread sees it
+    if (mutated) mutation.emplace(Mutation::ep_free_recv_early);
+    std::vector<int> early(world, -1), changed(world, -1), pending(world, 0);
+    const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+      DeviceAllocator alloc;
+      Stream stream, next;
+      ep::ShardedLayerConfig cfg;
+      cfg.dims = d;
+      cfg.seed = 515;
+      cfg.m = m;
+      cfg.exchange = ep::default_exchange_kind();
+      auto layer = std::make_unique<ep::ShardedLayer>(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv,
+                                                      alloc, stream.handle());
+      layer->generate_input(r * m);
+      layer->enqueue_step();
+      layer->finish("the first step");
+      const std::size_t dispatch = layer->wire().dispatch_bytes(), combine = layer->wire().combine_bytes();
+      const std::vector<const void*> receive = layer->receive_buffers();
+      rv.all_gather("held");  // every rank's hold starts together
+      kernels::gpu_sleep(200'000'000, stream.handle());
+      layer->enqueue_step();
+      CudaEvent done;
+      done.record(stream.handle());
+      layer.reset();
+      DeviceBuffer a = alloc.allocate(dispatch), b = alloc.allocate(combine);
+      for (DeviceBuffer* x : {&a, &b}) MOE_CUDA_CHECK(cudaMemsetAsync(x->data(), 0xA5, x->bytes(), next.handle()));
+      next.drain();
+      pending[r] = cudaEventQuery(done.handle()) == cudaErrorNotReady;
+      (void)cudaGetLastError();
+      early[r] = 0;
+      for (const void* p : receive) early[r] += p == a.data() || p == b.data();
+      comm.wait(stream.handle(), "the dropped step");
+      changed[r] = 0;
+      for (DeviceBuffer* x : {&a, &b}) {
+        std::vector<unsigned char> host(x->bytes());
+        MOE_CUDA_CHECK(cudaMemcpy(host.data(), x->data(), host.size(), cudaMemcpyDeviceToHost));
+        for (unsigned char v : host) changed[r] += v != 0xA5;
+      }
+    });
+    for (int r = 0; r < world; ++r) {
+      CAPTURE(r);
+      CHECK(errors[r] == "");
+      CHECK(pending[r] == 1);  // the race was forced
+      if (mutated) {
+        CHECK(early[r] > 0);
+        CHECK(changed[r] > 0);
+      } else {
+        CHECK(early[r] == 0);
+        CHECK(changed[r] == 0);
+      }
+    }
   }
 }
 

@@ -75,8 +75,13 @@ void Communicator::poll(const std::string& what, cudaStream_t stream) {
     if (idle && stream) {
       const cudaError_t s = cudaStreamQuery(stream);
       if (s != cudaSuccess && s != cudaErrorNotReady) {
+        // A fault on the stream (a peer's memory gone with its process, say): named like the
+        // watchdog's own errors, so the message says which rank and which wait.
+        (void)cudaGetLastError();
         abort();
-        throw_cuda_error(s, ("cudaStreamQuery after " + what).c_str(), __FILE__, __LINE__);
+        throw Error(ExitCode::probe_error, "rank " + std::to_string(rank_) + ": " + what +
+                                               ": CUDA error " + cudaGetErrorName(s) + " (" +
+                                               cudaGetErrorString(s) + "); communicator aborted");
       }
       idle = s == cudaSuccess;
     }

@@ -88,14 +88,25 @@ ShardedLayer::ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& ma
 }
 
 ShardedLayer::~ShardedLayer() {
-  try {
-    if (!comm_.aborted()) comm_.wait(stream_, "draining the sharded layer");
-    else cudaStreamSynchronize(stream_);  // aborted NCCL kernels have returned
-  } catch (...) {
-    // The communicator is aborted; its kernels no longer run.
+  // Never waits: a layer dropped with a step in flight (its exchange still writing the receive
+  // buffers on this and the peer ranks) hands every buffer back stream-ordered, so none is
+  // handed to another owner before the step's completion is known (probe ep-drop-inflight).
+  // Receive buffers last: the allocator hands the most recently freed block out first.
+  std::vector<DeviceBuffer> buffers = std::move(weights_);
+  DeviceBuffer* owned[] = {&router_, &gate_up_table_, &down_table_, &shared_gate_up_table_,
+                           &shared_down_table_, &owner_, &local_index_, &scratch_, &x_, &out_,
+                           &shared_out_, &row_of_, &status_, &previous_counts_, &send_,
+                           &combine_send_, &recv_, &combine_recv_};
+  if (mutation_active(Mutation::ep_free_recv_early)) {
+    // The bug: the receive buffers go back at once, while the exchange may still write them.
+    recv_.reset();
+    combine_recv_.reset();
   }
+  for (DeviceBuffer* b : owned)
+    if (*b) buffers.push_back(std::move(*b));
+  allocator_.release_after(std::move(buffers), stream_);
   for (cudaEvent_t e : events_)
-    if (e) cudaEventDestroy(e);
+    if (e) cudaEventDestroy(e);  // released by CUDA once their pending records complete
 }
 
 void ShardedLayer::generate_input(int first_token) {
@@ -230,6 +241,10 @@ std::vector<float> ShardedLayer::output_host() {
 }
 std::vector<float> ShardedLayer::input_host() {
   return bf16_to_host(x_, static_cast<std::size_t>(config_.m) * config_.dims.hidden);
+}
+
+std::vector<const void*> ShardedLayer::receive_buffers() const {
+  return {recv_.data(), combine_recv_.data()};
 }
 
 std::size_t ShardedLayer::wire_bytes_sent() {

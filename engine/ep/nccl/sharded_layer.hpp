@@ -43,7 +43,9 @@ class ShardedLayer {
  public:
   ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& map, Communicator& comm,
                Rendezvous& rendezvous, DeviceAllocator& allocator, cudaStream_t stream);
-  ~ShardedLayer();  // drains (through the communicator's watchdog) before freeing
+  // Returns at once, also with a step in flight: the buffers go back to the allocator
+  // stream-ordered (DeviceAllocator::release_after), once the stream's work has finished.
+  ~ShardedLayer();
   ShardedLayer(const ShardedLayer&) = delete;
   ShardedLayer& operator=(const ShardedLayer&) = delete;
 
@@ -58,6 +60,10 @@ class ShardedLayer {
 
   std::vector<float> output_host();  // [m, H] as floats (rows past the last step's active: stale)
   std::vector<float> input_host();   // [m, H] as floats
+  // The step's output [m, H] bf16 on the device (for a copy queued behind a step).
+  const void* output_device() const { return out_.data(); }
+  // The device addresses of the dispatch and combine receive buffers.
+  std::vector<const void*> receive_buffers() const;
   const WireLayout& wire() const { return wire_; }
   const ExpertMap& map() const { return map_; }
   int m() const { return config_.m; }
