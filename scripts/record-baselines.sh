@@ -7,7 +7,9 @@
 #   scripts/record-baselines.sh [BIN_DIR] [OUT] [PROBE...]
 #     defaults: .gpu (scripts/gpu-bundle.sh), $OUT or ., and bandwidth capture-replay copy stages
 #
-# Extra `moebench run` arguments for every probe: RECORD_ARGS (e.g. "--max-layers 8").
+# Each probe runs as the default suite runs it: bandwidth with the cuBLAS peer where libcublas
+# loads (`--peer-optional`, the suite's own choice). Extra `moebench run` arguments for every
+# probe: RECORD_ARGS (e.g. "--max-layers 8").
 # Prints one line a probe (verdict tally and the file), appends every run's output to
 # OUT/record-baselines.log, and exits non-zero if a run failed.
 set -uo pipefail
@@ -23,8 +25,10 @@ status=0
 for p in "${probes[@]}"; do
   tmp=$(mktemp -d)
   start=$(date +%s)
+  suite_args=()
+  [[ $p == bandwidth ]] && suite_args=(--peer-optional)
   # shellcheck disable=SC2086
-  "$bin/moebench" run "$p" ${RECORD_ARGS:-} -o "$tmp/$p.json" > "$tmp/$p.log" 2>&1; rc=$?
+  "$bin/moebench" run "$p" "${suite_args[@]}" ${RECORD_ARGS:-} -o "$tmp/$p.json" > "$tmp/$p.log" 2>&1; rc=$?
   (( rc != 0 )) && status=1
   name=$(python3 - "$tmp/$p.json" "$p" <<'PY'
 import json, sys
