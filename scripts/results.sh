@@ -67,12 +67,32 @@ for d in "$root"/reports/baselines/*/; do gpus+=("$(basename "$d")"); done
       echo
       pivot "$gpu" bandwidth pct_of_read_ceiling graph
       echo
+      # The expert GEMM family each case ran is in its evidence (expert_gemm): say where it was
+      # not the legacy kernels, so a figure is read as the kernels it is of.
+      gunzip -c "$f" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+cases = sorted({"%s %s M=%s" % (c["shape"], c["format"], c["m"]) for c in r["cases"]
+                if c.get("evidence", {}).get("expert_gemm") == "mma"},
+               key=lambda s: (s.split()[0], s.split()[1], int(s.split("=")[1])))
+if cases:
+    print("\nThe mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
+          + ", ".join(cases) + ".")
+'
+      echo
       echo "GPU time per layer, graph replay and eager:"
       grid "$gpu" bandwidth gpu_us_per_layer graph
       grid "$gpu" bandwidth gpu_us_per_layer eager
       echo
       echo "Host enqueue time per decode step (CUPTI off), graph replay:"
       grid "$gpu" bandwidth host_us graph
+      # Reports recorded with the cuBLAS peer (the default suite where libcublas loads).
+      if grid "$gpu" bandwidth moebench_over_cublas graph | grep -q '^|'; then
+        echo
+        echo "moebench's step GPU time over cuBLAS's grouped GEMM (gate_up and down, bf16, the same"
+        echo "experts and rows, eager) in the same run: below 1, moebench is faster:"
+        grid "$gpu" bandwidth moebench_over_cublas graph
+      fi
     fi
     if f=$(newest "$gpu" capture-replay) && [[ -n $f ]]; then
       echo
