@@ -76,7 +76,7 @@ cases = sorted({"%s %s M=%s" % (c["shape"], c["format"], c["m"]) for c in r["cas
                 if c.get("evidence", {}).get("expert_gemm") == "mma"},
                key=lambda s: (s.split()[0], s.split()[1], int(s.split("=")[1])))
 if cases:
-    print("\nThe mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
+    print("The mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
           + ", ".join(cases) + ".")
 '
       echo
