@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <thread>
 
 #include "common/cuda_check.hpp"
@@ -138,12 +139,12 @@ void DeviceAllocator::release_after(std::vector<DeviceBuffer> buffers, cudaStrea
   std::size_t bytes = 0;
   for (const DeviceBuffer& b : buffers) bytes += b.bytes();
   // Called from destructors: on any failure the buffers are kept (never handed out early).
-  cudaError_t status = cudaEventCreateWithFlags(&batch.done, cudaEventDisableTiming);
-  if (status == cudaSuccess) status = cudaEventRecord(batch.done, stream);
-  if (status != cudaSuccess) {
+  try {
+    batch.done = std::make_unique<CudaEvent>();
+    batch.done->record(stream);
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "moebench: a stream-ordered release could not record its event (%s); "
-                 "%zu bytes stay allocated\n", cudaGetErrorString(status), bytes);
-    if (batch.done) cudaEventDestroy(batch.done);
+                 "%zu bytes stay allocated\n", e.what(), bytes);
     for (DeviceBuffer& b : buffers) {  // leaked on purpose: a pending kernel may use them
       b.owner_ = nullptr;
       b.ptr_ = nullptr;
@@ -169,10 +170,10 @@ void DeviceAllocator::reap_deferred(bool wait) {
   {
     std::lock_guard lock(deferred_mutex_);
     for (std::size_t i = 0; i < deferred_.size();) {
-      cudaError_t s = cudaEventQuery(deferred_[i].done);
+      cudaError_t s = cudaEventQuery(deferred_[i].done->handle());
       while (wait && s == cudaErrorNotReady && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        s = cudaEventQuery(deferred_[i].done);
+        s = cudaEventQuery(deferred_[i].done->handle());
       }
       if (s == cudaSuccess) {
         done.push_back(std::move(deferred_[i]));
@@ -196,7 +197,6 @@ void DeviceAllocator::reap_deferred(bool wait) {
           buffer.owner_ = nullptr;
           buffer.ptr_ = nullptr;
         }
-        cudaEventDestroy(b.done);
       }
       deferred_.clear();
     }
@@ -211,7 +211,6 @@ void DeviceAllocator::reap_deferred(bool wait) {
       std::lock_guard lock(mutex_);
       stats_.bytes_pending_release -= bytes;
     }
-    cudaEventDestroy(b.done);
   }
 }
 

@@ -3,10 +3,12 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
 
+#include "common/cuda_event.hpp"
 #include "engine/block_ledger.hpp"
 
 namespace moe {
@@ -108,7 +110,7 @@ class DeviceAllocator {
   void reap_deferred(bool wait);
 
   struct DeferredBatch {
-    cudaEvent_t done = nullptr;
+    std::unique_ptr<CudaEvent> done;  // recorded after the owner's last work on its stream
     std::vector<DeviceBuffer> buffers;
   };
 
