@@ -22,15 +22,6 @@ std::string version_string(int v) {  // CUDA encodes 13.0 as 13000
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
-std::string uuid_string(const cudaUUID_t& u) {
-  char buf[64];
-  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
-  std::snprintf(buf, sizeof buf,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                b[14], b[15]);
-  return buf;
-}
 
 json host_info() {
   json h;
@@ -95,6 +86,16 @@ json gpu_info(int device, std::string* why_not) {
 }
 
 }  // namespace
+
+std::string uuid_string(const cudaUUID_t& u) {
+  char buf[64];
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::snprintf(buf, sizeof buf,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return buf;
+}
 
 json tool_info() {
   const BuildInfo& b = build_info();

@@ -1,4 +1,8 @@
 #pragma once
+#include <cuda_runtime_api.h>
+
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace moe::report {
@@ -11,5 +15,8 @@ nlohmann::json tool_info();
 // memory, bus width, L2, ECC), driver/runtime/CUPTI versions, host and OS. Host fields are
 // always filled; GPU fields only when the device can be opened (else "gpu" holds the reason).
 nlohmann::json capture_environment(int device_index);
+
+// A GPU's UUID as nvidia-smi prints it ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx").
+std::string uuid_string(const cudaUUID_t& uuid);
 
 }  // namespace moe::report

@@ -9,22 +9,13 @@
 #include <string>
 
 #include "common/nvlink_state.hpp"
+#include "reports/environment.hpp"
 
 namespace moe::report {
 
 using nlohmann::json;
 
 namespace {
-
-std::string uuid_text(const cudaUUID_t& u) {
-  char buf[64];
-  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
-  std::snprintf(buf, sizeof buf,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                b[14], b[15]);
-  return buf;
-}
 
 std::string pci_of(int device) {
   char pci[32] = {};
@@ -59,7 +50,7 @@ json capture_rank_environment(int rank, int device) {
     return e;
   }
   e["name"] = p.name;
-  e["uuid"] = uuid_text(p.uuid);
+  e["uuid"] = uuid_string(p.uuid);
   const std::string pci = pci_of(device);
   e["pci_bus_id"] = pci;
   json peers = json::object();
