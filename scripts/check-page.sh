@@ -36,7 +36,7 @@ flags=(--headless --no-sandbox --disable-gpu --no-first-run --no-default-browser
        --disable-extensions --disable-background-networking --user-data-dir="$tmp/profile"
        --force-device-scale-factor=1 --hide-scrollbars)
 
-newest() { ls "$root"/reports/baselines/h200/*-"$1".json.gz 2>/dev/null | sort | tail -n 1; }
+newest() { "$root/scripts/newest-baseline.sh" h200 "$1"; }
 
 failed=0
 # check NAME QUERY: load $tmp/NAME.html with the check appended; QUERY holds its expectations.

@@ -5,7 +5,7 @@
 # change a baseline, run this, commit both. CI runs it and fails when the output differs.
 #
 # Baselines: reports/baselines/GPU/DATE-COMMIT-PROBE.json.gz, one current report per probe and
-# GPU (the newest by name when there are several).
+# GPU (the one whose run started last when there are several: scripts/newest-baseline.sh).
 #
 # Usage: scripts/results.sh            (MOEBENCH_BUILD_DIR: the build folder, default build/)
 set -euo pipefail
@@ -18,7 +18,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The newest baseline of PROBE on GPU, or nothing.
-newest() { ls "$root/reports/baselines/$1/"*-"$2".json.gz 2>/dev/null | sort | tail -n 1; }
+newest() { "$root/scripts/newest-baseline.sh" "$1" "$2"; }
 
 # pivot GPU PROBE METRIC [MODE]: the grid of METRIC in PROBE's baseline on GPU.
 pivot() {
