@@ -33,6 +33,21 @@ pivot() {
 # The part of a pivot after its first line (the line naming GPU, build and date).
 grid() { pivot "$@" | tail -n +2; }
 
+# The expert GEMM family each case of a bandwidth report ran is in its evidence (expert_gemm):
+# say where it was not the legacy kernels, so a figure is read as the kernels it is of.
+mma_note() {
+  gunzip -c "$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+cases = sorted({"%s %s M=%s" % (c["shape"], c["format"], c["m"]) for c in r["cases"]
+                if c.get("evidence", {}).get("expert_gemm") == "mma"},
+               key=lambda s: (s.split()[0], s.split()[1], int(s.split("=")[1])))
+if cases:
+    print("The mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
+          + ", ".join(cases) + ".\n")
+'
+}
+
 relpath() { echo "${1#"$root/"}"; }
 
 gpus=()
@@ -67,19 +82,7 @@ for d in "$root"/reports/baselines/*/; do gpus+=("$(basename "$d")"); done
       echo
       pivot "$gpu" bandwidth pct_of_read_ceiling graph
       echo
-      # The expert GEMM family each case ran is in its evidence (expert_gemm): say where it was
-      # not the legacy kernels, so a figure is read as the kernels it is of.
-      gunzip -c "$f" | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-cases = sorted({"%s %s M=%s" % (c["shape"], c["format"], c["m"]) for c in r["cases"]
-                if c.get("evidence", {}).get("expert_gemm") == "mma"},
-               key=lambda s: (s.split()[0], s.split()[1], int(s.split("=")[1])))
-if cases:
-    print("The mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
-          + ", ".join(cases) + ".")
-'
-      echo
+      mma_note "$f"
       echo "GPU time per layer, graph replay and eager:"
       grid "$gpu" bandwidth gpu_us_per_layer graph
       grid "$gpu" bandwidth gpu_us_per_layer eager
@@ -127,6 +130,7 @@ summary=$tmp/summary.md
     echo
     pivot "$gpu" bandwidth pct_of_read_ceiling graph
     echo
+    mma_note "$f"
   done
   echo "Every probe's figures, per-layer times and the capture-replay savings: [docs/results.md](docs/results.md)."
 } > "$summary"
