@@ -1,7 +1,6 @@
 #include "probes/sweep_plan.hpp"
 
 #include <algorithm>
-#include <optional>
 
 #include "common/errors.hpp"
 #include "reports/case_filter.hpp"
@@ -31,29 +30,25 @@ std::vector<SweepPoint> selected_points(const ProbeInfo& probe, const RunOptions
 }
 
 SweepPlan plan_sweeps(const std::vector<const ProbeInfo*>& probes, const RunOptions& options) {
+  // A bad expression is a usage error before anything runs, whatever probes the run has.
+  if (!options.case_filter.empty()) (void)report::CaseKeyFilter(options.case_filter);
   SweepPlan plan;
-  std::optional<report::CaseKeyFilter> filter;
-  if (!options.case_filter.empty()) filter.emplace(options.case_filter);
-  std::vector<std::string> examples;  // keys the filter could have matched
   bool all_declared = true;
   for (const ProbeInfo* p : probes)
     for (int rep = 0; rep < options.repeat; ++rep) {
-      PlannedRun run{p, rep, p->sweep != nullptr, {}, plan.total};
+      PlannedRun run{p, rep, p->sweep != nullptr, selected_points(*p, options, rep), plan.total};
       all_declared = all_declared && run.declared;
-      if (run.declared) {
-        run.points = enumerate_sweep(p->name, *p->sweep, options, rep);
-        if (filter) {
-          for (std::size_t i = 0; rep == 0 && i < run.points.size() && i < 2 && examples.size() < 6; ++i)
-            examples.push_back(run.points[i].key);
-          std::erase_if(run.points, [&](const SweepPoint& x) { return !filter->matches(x.key); });
-        }
-      }
       plan.total += run.points.size();
       plan.runs.push_back(std::move(run));
     }
-  if (filter && plan.total == 0 && all_declared) {
-    std::string keys;
-    for (const std::string& k : examples) keys += (keys.empty() ? "" : ", ") + k;
+  if (!options.case_filter.empty() && plan.total == 0 && all_declared) {
+    std::string keys;  // the first two keys of each probe, as the filter could have matched them
+    int listed = 0;
+    for (const ProbeInfo* p : probes) {
+      const std::vector<SweepPoint> unfiltered = enumerate_sweep(p->name, *p->sweep, options, 0);
+      for (std::size_t i = 0; i < unfiltered.size() && i < 2 && listed < 6; ++i, ++listed)
+        keys += (keys.empty() ? "" : ", ") + unfiltered[i].key;
+    }
     throw UsageError("--filter '" + options.case_filter + "' matches no case of this run" +
                      (keys.empty() ? std::string(" (it has none)") : "; its keys look like " + keys));
   }
