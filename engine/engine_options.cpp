@@ -32,6 +32,7 @@ const Field kFields[] = {
     bool_field<&ForwardOptions::cluster_route>(),
     bool_field<&ForwardOptions::spare_late_block>(),
     bool_field<&ForwardOptions::hold_router_rows>(),
+    bool_field<&ForwardOptions::preload_kernels>(),
     {[](const ForwardOptions& o) -> std::string {
        switch (o.int4_decode) {
          case Int4Decode::simt: return "simt";
@@ -81,12 +82,15 @@ const std::vector<EngineSwitch>& switch_table() {
        "decode gate_up's last block skips the shared experts while the cluster route holds its SM"},
       {"hold-router-rows", "MOE_HOLD_ROUTER_ROWS", "on", {"on", "off"},
        "the cluster route loads its router rows before its wait, not after"},
+      {"kernel-preload", "MOE_KERNEL_PRELOAD", "on", {"on", "off"},
+       "a layer loads its forward's kernels when built, not at each kernel's first launch"},
       {"int4-decode", "MOE_INT4_DECODE", "auto", {"auto", "simt", "tensor_cores"},
        "int4 decode kernels: SIMT at M=1 and tensor cores at M=2..8 (auto), or one kind"},
       {"route-select", "MOE_ROUTE_SELECT", "auto", {"auto", "ranks", "rounds"},
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
       {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
-       "expert GEMM family: decode kernels and tensor-core tiles by M (auto, legacy), or mma at every M"},
+       "expert GEMM family: the mma family for bf16 at M=8..16, else decode kernels and tensor-core "
+       "tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment layout (mma)"},
   };
   return table;
 }

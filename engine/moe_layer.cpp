@@ -10,6 +10,7 @@ namespace moe {
 MoeLayer::MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream& stream,
                    void* weights_storage)
     : config_(config), stream_(stream), allocator_(allocator), scratch_(allocator) {
+  if (config_.options.preload_kernels) kernels::preload_forward_kernels(config_.dims, config_.options);
   void* storage = weights_storage;
   if (!storage) storage = owned_storage_ = ::operator new(sizeof(MoeWeights));
   try {

@@ -36,6 +36,12 @@ __global__ void scribble_kernel(std::uint32_t* dst, std::size_t words, std::uint
 
 }  // namespace
 
+void preload_interference_kernels() {
+  cudaFuncAttributes attributes{};
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, gpu_sleep_kernel));
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, scribble_kernel));
+}
+
 void gpu_sleep(std::uint64_t ns, cudaStream_t stream) {
   gpu_sleep_kernel<<<1, 1, 0, stream>>>(ns);
   MOE_CHECK_LAUNCH("gpu_sleep_kernel");

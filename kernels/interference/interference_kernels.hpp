@@ -17,4 +17,8 @@ void gpu_sleep(std::uint64_t ns, cudaStream_t stream);
 void scribble(void* dst, std::size_t bytes, std::uint32_t pattern, std::uint64_t ns,
               cudaStream_t stream);
 
+// Loads both kernels now, so their first launch in a probe cannot wait for the work in flight
+// (CUDA's lazy loading: launch.cuh, load_kernel) and finish what the probe keeps pending.
+void preload_interference_kernels();
+
 }  // namespace moe::kernels

@@ -78,6 +78,11 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+void preload_combine_kernels() {
+  detail::load_kernel(combine_kernel<true>, "combine_kernel");
+  detail::load_kernel(combine_kernel<false>, "combine_kernel<gated or scaled>");
+}
+
 void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);

@@ -143,6 +143,13 @@ void launch_streamed_grid(DecodeParams p, long long max_active, const LaunchChoi
   detail::launch(kernel, dim3(grid), dim3(kThreads), 0, stream, c.programmatic, name, p);
 }
 
+// Loads a streamed kernel and primes launch_streamed_grid's occupancy cache for it.
+template <auto kernel>
+void preload_streamed_kernel(const char* name) {
+  detail::load_kernel(kernel, name);
+  detail::resident_blocks<kernel, kThreads>();
+}
+
 // A streamed kernel's parameters for the forward's args (units and shared warps are set at
 // launch), the worst case of its active experts and the launch choice.
 template <bool kGateUp>

@@ -92,7 +92,29 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
     launch_decode_format<WeightFormat::int4, kGateUp>(p, max_active, c, stream);
 }
 
+template <WeightFormat F, bool kGateUp>
+void preload_decode_format() {
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 1>>("decode_expert_gemm_kernel<1 token>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 2>>("decode_expert_gemm_kernel<2 tokens>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 4>>("decode_expert_gemm_kernel<4 tokens>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 8>>("decode_expert_gemm_kernel<8 tokens>");
+}
+
+template <bool kGateUp>
+void preload_decode_stage(WeightFormat format) {
+  if (format == WeightFormat::bf16) return preload_decode_format<WeightFormat::bf16, kGateUp>();
+  preload_decode_format<WeightFormat::int4, kGateUp>();
+  if (current_device_sm() >= 80)  // int4_decode_on_tensor_cores
+    preload_streamed_kernel<decode_expert_gemm_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp>::kChunk, true>>(
+        "decode_expert_gemm_kernel<int4 mma>");
+}
+
 }  // namespace
+
+void preload_decode_kernels(WeightFormat format) {
+  preload_decode_stage<true>(format);
+  preload_decode_stage<false>(format);
+}
 
 void enqueue_gate_up_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   launch_decode<true>(a, l, stream);

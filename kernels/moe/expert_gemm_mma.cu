@@ -47,7 +47,25 @@ void launch_mma_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaStrea
     launch_mma_format<WeightFormat::int4, kGateUp>(p, max_active_experts(a), launch_choice(a), stream);
 }
 
+template <WeightFormat F>
+void preload_mma_format() {
+  preload_streamed_kernel<mma_expert_gemm_kernel<F, true, 1>>("mma_expert_gemm_kernel<gate_up, 1 chunk>");
+  preload_streamed_kernel<mma_expert_gemm_kernel<F, true, 2>>("mma_expert_gemm_kernel<gate_up, 2 chunks>");
+  preload_streamed_kernel<mma_expert_gemm_kernel<F, true, 4>>("mma_expert_gemm_kernel<gate_up, 4 chunks>");
+  preload_streamed_kernel<mma_expert_gemm_kernel<F, false, 1>>("mma_expert_gemm_kernel<down, 1 chunk>");
+  preload_streamed_kernel<mma_expert_gemm_kernel<F, false, 2>>("mma_expert_gemm_kernel<down, 2 chunks>");
+  preload_streamed_kernel<mma_expert_gemm_kernel<F, false, 4>>("mma_expert_gemm_kernel<down, 4 chunks>");
+}
+
 }  // namespace
+
+void preload_mma_kernels(WeightFormat format) {
+  if (current_device_sm() < 80) return;  // launch_mma_stage refuses the family there
+  if (format == WeightFormat::bf16)
+    preload_mma_format<WeightFormat::bf16>();
+  else
+    preload_mma_format<WeightFormat::int4>();
+}
 
 void enqueue_gate_up_mma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   launch_mma_stage<true>(a, l, stream);

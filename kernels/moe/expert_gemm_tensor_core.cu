@@ -310,18 +310,24 @@ __global__ void __launch_bounds__(kThreads) tc_expert_gemm_kernel(TcParams p) {
 #endif
 }
 
+// Loads the kernel and lets it use its dynamic shared memory, once per device (the attribute
+// call loads the kernel).
 template <WeightFormat F, bool kGateUp>
-void launch_tc_format(const TcParams& p, dim3 grid, cudaStream_t stream) {
-  auto kernel = tc_expert_gemm_kernel<F, kGateUp>;
+void configure_tc_kernel() {
   static bool configured[64] = {};
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev >= 64 || !configured[dev]) {
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TcSmem<F>::kBytes));
-    if (dev < 64) configured[dev] = true;
-  }
-  detail::launch(kernel, grid, dim3(kThreads), TcSmem<F>::kBytes, stream, /*programmatic=*/false,
-                 "tc_expert_gemm_kernel", p);
+  if (dev < 64 && configured[dev]) return;
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(tc_expert_gemm_kernel<F, kGateUp>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      TcSmem<F>::kBytes));
+  if (dev < 64) configured[dev] = true;
+}
+
+template <WeightFormat F, bool kGateUp>
+void launch_tc_format(const TcParams& p, dim3 grid, cudaStream_t stream) {
+  configure_tc_kernel<F, kGateUp>();
+  detail::launch(tc_expert_gemm_kernel<F, kGateUp>, grid, dim3(kThreads), TcSmem<F>::kBytes, stream,
+                 /*programmatic=*/false, "tc_expert_gemm_kernel", p);
 }
 
 template <bool kGateUp>
@@ -358,6 +364,17 @@ void launch_tc(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t str
 }
 
 }  // namespace
+
+void preload_tensor_core_kernels(WeightFormat format) {
+  if (current_device_sm() < 80) return;  // resolve_forward_path takes the decode path there
+  if (format == WeightFormat::bf16) {
+    configure_tc_kernel<WeightFormat::bf16, true>();
+    configure_tc_kernel<WeightFormat::bf16, false>();
+  } else {
+    configure_tc_kernel<WeightFormat::int4, true>();
+    configure_tc_kernel<WeightFormat::int4, false>();
+  }
+}
 
 void enqueue_gate_up_tensor_core(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   launch_tc<true>(a, l, stream);

@@ -151,16 +151,32 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
   return p;
 }
 
+bool runs_mma_gemm(const MoeForwardArgs& a) {
+  return runs_mma_gemm(a.options, a.dims.format, a.m, a.dims.scale_input, current_device_sm());
+}
+
+void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options) {
+  preload_route_kernels();
+  // At kMmaAutoMinTokens the rule runs the family if it ever does for this layer.
+  if (runs_mma_gemm(options, dims.format, kMmaAutoMinTokens, dims.scale_input, current_device_sm()))
+    preload_mma_kernels(dims.format);
+  if (options.gemm != GemmFamily::mma) {
+    preload_decode_kernels(dims.format);
+    preload_tensor_core_kernels(dims.format);
+  }
+  preload_combine_kernels();
+}
+
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
   validate_forward_args(args);
   const ScratchLayout layout = scratch_layout(args.dims, args.m);
   const ForwardPath path = resolve_forward_path(args);
   // The mma family reads x by token, and under it int4 codes sit in the fragment layout, which
   // the tensor-core gate_up (the one reader of scaled inputs) cannot read: refuse, never guess.
-  if (runs_mma_gemm(args.options) && args.dims.scale_input)
+  if (args.options.gemm == GemmFamily::mma && args.dims.scale_input)
     bad("gemm=mma does not read a routed expert's scaled input (Llama-4); use gemm=auto");
   enqueue_route(args, layout, stream);
-  if (runs_mma_gemm(args.options)) {  // every M (ForwardOptions::gemm)
+  if (runs_mma_gemm(args)) {  // ForwardOptions::gemm's rule
     enqueue_gate_up_mma(args, layout, stream);
     enqueue_down_mma(args, layout, stream);
   } else if (path == ForwardPath::decode) {

@@ -117,6 +117,14 @@ void validate_forward_args(const MoeForwardArgs& args);
 // tensor_core becomes decode on devices without bf16 tensor cores, sm_75).
 ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 
+// Whether this forward runs the mma expert GEMM family (forward_options.hpp's rule, on the
+// current device).
+bool runs_mma_gemm(const MoeForwardArgs& args);
+
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
+
+// Loads, on the current device, every kernel a forward of a layer with these dims and options
+// can launch at any M (ForwardOptions::preload_kernels: MoeLayer calls it when it is built).
+void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options);
 
 }  // namespace moe::kernels

@@ -23,12 +23,11 @@ enum class Int4Decode : int { automatic, simt, tensor_cores };
 // beyond.
 enum class TopKSelect : int { automatic, ranks, rounds };
 
-// Which expert GEMM family runs gate_up and down. automatic and legacy: the decode kernels and
-// the tensor-core tiles, by M (forward.hpp); mma: the mma family at every M (expert_gemm_mma.cu:
+// Which expert GEMM family runs gate_up and down. legacy: the decode kernels and the
+// tensor-core tiles, by M (forward.hpp); mma: the mma family at every M (expert_gemm_mma.cu:
 // weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand), whose int4
 // weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
-// follow this choice. automatic is legacy: the rule the A/B supports (mma for bf16 at
-// M = 8..16) is not the default yet (docs/design/kernels.md, "The mma expert GEMM family").
+// follow this choice. automatic: the rule of runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma };
 
 struct ForwardOptions {
@@ -51,14 +50,40 @@ struct ForwardOptions {
   Int4Decode int4_decode = Int4Decode::automatic;
   TopKSelect top_k_select = TopKSelect::automatic;
   GemmFamily gemm = GemmFamily::automatic;
+  // A layer loads every kernel its forward can launch when it is built, rather than CUDA's
+  // lazy loading doing it at each kernel's first launch: that load may wait for the device's
+  // work in flight, so the first forward at a new M stalled its host and drained the device
+  // (which hid a scratch pool's missing drain from probe scratch-regrow).
+  bool preload_kernels = true;
 
   bool operator==(const ForwardOptions&) const = default;
 };
 
-// Whether the forward runs the mma expert GEMM family, and so the int4 layout its weights need.
-constexpr bool runs_mma_gemm(const ForwardOptions& o) { return o.gemm == GemmFamily::mma; }
+// The int4 layout a layer's weights are generated in: the mma fragment layout only when the
+// mma family is asked for by name; automatic keeps the row layout, which the M = 1 SIMT decode
+// kernel reads (the family is 1.5-2x slower there).
 constexpr Int4Layout int4_layout(const ForwardOptions& o) {
-  return runs_mma_gemm(o) ? Int4Layout::mma_fragments : Int4Layout::rows;
+  return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
+}
+
+// automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
+// on every shape measured (H200, deepseek-v2-lite, qwen3-30b-a3b, mixtral-8x7b, gpt-oss-20b:
+// 5-12% a step); at M <= 4 the decode kernels win, at M >= 32 the tensor-core tiles on two of
+// the four. int4 under automatic stays legacy (int4_layout above).
+constexpr int kMmaAutoMinTokens = 8;
+constexpr int kMmaAutoMaxTokens = 16;
+
+// Whether a forward of m tokens runs the mma expert GEMM family, on a device of compute
+// capability sm (major * 10 + minor). The family needs sm_80 and reads x by token, so a
+// routed expert's scaled input (Llama-4) keeps the tensor-core gate_up under automatic.
+constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m, bool scale_input, int sm) {
+  switch (o.gemm) {
+    case GemmFamily::mma: return true;
+    case GemmFamily::legacy: return false;
+    case GemmFamily::automatic: break;
+  }
+  return format == WeightFormat::bf16 && !scale_input && sm >= 80 && m >= kMmaAutoMinTokens &&
+         m <= kMmaAutoMaxTokens;
 }
 
 }  // namespace moe::kernels

@@ -31,6 +31,15 @@ void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& l
 // Weighted combine of down_out into args.out.
 void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
+// Each stage's kernels loaded now (preload_forward_kernels, forward.hpp): every instantiation
+// the stage may launch for `format` on the current device, with its launcher's per-device
+// caches (occupancy, shared-memory attribute) primed.
+void preload_route_kernels();
+void preload_decode_kernels(WeightFormat format);
+void preload_mma_kernels(WeightFormat format);
+void preload_tensor_core_kernels(WeightFormat format);
+void preload_combine_kernels();
+
 // Compute capability major*10+minor of the current device (cached per device).
 int current_device_sm();
 

@@ -47,6 +47,16 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t sm
   if (status != cudaSuccess) ::moe::throw_cuda_error(status, name, __FILE__, __LINE__);
 }
 
+// Loads `kernel` on the current device now. Under CUDA's lazy loading (the default since 12.2)
+// a kernel is loaded at its first launch, and loading may wait for the device's work in
+// flight: a forward that first needs a kernel would stall its host and drain the device.
+template <class... KernelArgs>
+void load_kernel(void (*kernel)(KernelArgs...), const char* name) {
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel);
+  if (status != cudaSuccess) ::moe::throw_cuda_error(status, name, __FILE__, __LINE__);
+}
+
 // Resident blocks of `Kernel` on the current device at kThreads per block, cached per device.
 // The kernel is a template argument so each kernel has its own cache: a cache keyed by the
 // kernel's type would hand one kernel's occupancy to every kernel of the same signature.

@@ -903,4 +903,12 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   }
 }
 
+void preload_route_kernels() {
+  detail::load_kernel(route_kernel<false>, "route_kernel");
+  detail::load_kernel(route_kernel<true>, "route_kernel<routing of real configs>");
+  if (current_device_sm() < 90) return;  // thread-block clusters: route_runs_as_cluster
+  detail::load_kernel(route_cluster_kernel<true>, "route_cluster_kernel<one token>");
+  detail::load_kernel(route_cluster_kernel<false>, "route_cluster_kernel");
+}
+
 }  // namespace moe::kernels

@@ -61,10 +61,14 @@ StepBytes count_step_bytes(Engine& engine, int m) {
 
 report::Metric metric(double v, const char* unit) { return {v, unit}; }
 
-// Which expert GEMM family the engine ran (ForwardOptions::gemm), so a report says which kernels
-// its figure is of.
-const char* expert_gemm_family(Engine& engine) {
-  return kernels::runs_mma_gemm(engine.layer(0).config().options) ? "mma" : "legacy";
+// Which expert GEMM family the engine's forward of m tokens runs (ForwardOptions::gemm's rule),
+// so a report says which kernels its figure is of.
+const char* expert_gemm_family(Engine& engine, int m, const Device& device) {
+  const LayerConfig& config = engine.layer(0).config();
+  return kernels::runs_mma_gemm(config.options, config.dims.format, m, config.dims.scale_input,
+                                device.props.major * 10 + device.props.minor)
+             ? "mma"
+             : "legacy";
 }
 
 // Hot and cold figures are different measurements: different names, so different keys, so
@@ -147,7 +151,7 @@ void run_bandwidth_probe(ProbeState& state) {
                                            "; " + std::to_string(plan.layers) +
                                            " layers of distinct weights per step"},
                       {"read_ceiling_bytes", ceiling.bytes},
-                      {"expert_gemm", expert_gemm_family(engine)}};
+                      {"expert_gemm", expert_gemm_family(engine, m, state.device())}};
         c.prove("outputs_checked", all_correct, "an output did not match; not timed");
         if (!all_correct) {
           c.conclude("");  // a failed check: FAIL, "not timed" in the evidence

@@ -57,6 +57,7 @@ void run_scratch_regrow_probe(ProbeState& state) {
     // Warm-up at the first M, drained: the first forward allocates the scratch (draining a
     // stream whose sleep it waits out) and builds the resident tables, so the schedule's first
     // call, like every call after a regrow, stays queued behind its own sleep.
+    kernels::preload_interference_kernels();
     {
       const int m0 = schedule.front();
       const std::size_t elements = static_cast<std::size_t>(m0) * shape.hidden;
@@ -91,6 +92,9 @@ void run_scratch_regrow_probe(ProbeState& state) {
       call.done->record(stream.handle());
       if (capacity != 0 && layer.scratch().capacity() != capacity) {
         ++regrows;
+        // Not a proof (a pool that drains finishes it), but where a missing drain went
+        // uncaught this says whether something else in the forward waited for the call.
+        const bool pending_after_forward = i > 0 && still_pending(*calls[i - 1].done);
         // Another request allocates what the pool just gave back and writes it at once.
         DeviceBuffer taken = state.allocator().allocate(capacity);
         // The freed block went to the other request, or (a new size in the same class) back
@@ -104,6 +108,7 @@ void run_scratch_regrow_probe(ProbeState& state) {
         regrow_log.push_back({{"call", i},
                               {"m", call.m},
                               {"previous_call_pending", previous_pending},
+                              {"previous_call_pending_after_forward", pending_after_forward},
                               {"freed_block", hex(old_block)},
                               {"other_request_received", hex(other_requests.back().data())},
                               {"pool_received", hex(layer.scratch().data())},

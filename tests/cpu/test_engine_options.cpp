@@ -45,7 +45,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 7);
+  CHECK(moe::engine_switches().size() == 8);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -88,6 +88,33 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   o.assign("route-cluster=0", "--switch");  // 0 and 1 as the environment variables take them
   CHECK_FALSE(o.forward().cluster_route);
   CHECK(o.value("route-cluster") == "off");
+}
+
+TEST_CASE("gemm=auto runs the mma family for bf16 from 8 to 16 tokens on sm_80+, legacy elsewhere") {
+  using moe::kernels::GemmFamily;
+  using moe::kernels::WeightFormat;
+  using moe::kernels::runs_mma_gemm;
+  moe::kernels::ForwardOptions automatic;
+  REQUIRE(automatic.gemm == GemmFamily::automatic);  // the default
+  CHECK(moe::kernels::int4_layout(automatic) == moe::kernels::Int4Layout::rows);
+  std::set<int> mma_ms;
+  for (int m = 1; m <= 512; ++m)
+    if (runs_mma_gemm(automatic, WeightFormat::bf16, m, false, 90)) mma_ms.insert(m);
+  CHECK(mma_ms == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
+  for (int m : {1, 8, 16, 64}) {
+    CAPTURE(m);
+    CHECK_FALSE(runs_mma_gemm(automatic, WeightFormat::int4, m, false, 90));  // rows layout
+    CHECK_FALSE(runs_mma_gemm(automatic, WeightFormat::bf16, m, true, 90));   // Llama-4's scaled input
+    CHECK_FALSE(runs_mma_gemm(automatic, WeightFormat::bf16, m, false, 75));  // no bf16 mma.sync
+  }
+  moe::kernels::ForwardOptions named = automatic;
+  named.gemm = GemmFamily::legacy;
+  for (int m : {1, 8, 16, 64}) CHECK_FALSE(runs_mma_gemm(named, WeightFormat::bf16, m, false, 90));
+  named.gemm = GemmFamily::mma;
+  for (int m : {1, 8, 16, 64}) {
+    CHECK(runs_mma_gemm(named, WeightFormat::bf16, m, false, 90));
+    CHECK(runs_mma_gemm(named, WeightFormat::int4, m, false, 90));
+  }
 }
 
 TEST_CASE("bad names and values are refused, naming the valid ones") {

@@ -330,7 +330,7 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
   Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream, options);
   // The mma family's arithmetic is the decode kernels' (codes times scales exactly, fp32
   // accumulation), so it gets their bounds at every M.
-  const ForwardPath resolved = runs_mma_gemm(options) ? ForwardPath::decode : resolve_forward_path(f.args);
+  const ForwardPath resolved = runs_mma_gemm(f.args) ? ForwardPath::decode : resolve_forward_path(f.args);
   const Tolerances tol = tolerances(d.format, resolved);
   f.run(stream);
   const ScratchLayout& lay = f.layout;
