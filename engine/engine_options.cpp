@@ -8,6 +8,7 @@ namespace moe {
 
 namespace {
 
+using kernels::EpCompute;
 using kernels::ForwardOptions;
 using kernels::GemmFamily;
 using kernels::Int4Decode;
@@ -69,6 +70,8 @@ const Field kFields[] = {
      [](ForwardOptions& o, std::string_view v) {
        o.gemm = v == "legacy" ? GemmFamily::legacy : v == "mma" ? GemmFamily::mma : GemmFamily::automatic;
      }},
+    {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
+     [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
 };
 
 const std::vector<EngineSwitch>& switch_table() {
@@ -87,6 +90,8 @@ const std::vector<EngineSwitch>& switch_table() {
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
       {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
        "expert GEMM family: decode kernels and tensor-core tiles by M (auto, legacy), or mma at every M"},
+      {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
+       "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };
   return table;
 }

@@ -31,6 +31,13 @@ enum class TopKSelect : int { automatic, ranks, rounds };
 // M = 8..16) is not the default yet (docs/design/kernels.md, "The mma expert GEMM family").
 enum class GemmFamily : int { automatic, legacy, mma };
 
+// How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
+// it received: rows, the per-row SIMT kernel (kernels/ep/expert_rows.cu, bf16), or grouped: the
+// records grouped by expert into the route stage's outputs and run through the gate_up and down
+// stages above, on the family gemm and M = ranks * capacity select (kernels/ep/grouped_rows.cu).
+// rows stays the default until the grouped path has passed its GPU tests on a GPU.
+enum class EpCompute : int { rows, grouped };
+
 struct ForwardOptions {
   // Programmatic dependent launch between the forward's kernels (sm_90+): each kernel is
   // scheduled before the previous one ends, so gate_up streams the shared experts while the
@@ -51,6 +58,7 @@ struct ForwardOptions {
   Int4Decode int4_decode = Int4Decode::automatic;
   TopKSelect top_k_select = TopKSelect::automatic;
   GemmFamily gemm = GemmFamily::automatic;
+  EpCompute ep_compute = EpCompute::rows;
 
   bool operator==(const ForwardOptions&) const = default;
 };
