@@ -85,6 +85,9 @@ ShardedLayer::ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& ma
   // Zeroed once: headers of blocks nobody writes stay valid (count 0) and stale bytes are 0.
   for (DeviceBuffer* b : {&send_, &recv_, &combine_send_, &combine_recv_, &status_, &previous_counts_})
     MOE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream_));
+  // The batch's rows of places without a record are never written; a GEMM's padded lanes may
+  // read one (their results unused): zeros, never uninitialised memory.
+  if (grouped_) MOE_CUDA_CHECK(cudaMemsetAsync(grouped_.data(), 0, grouped_.bytes(), stream_));
   for (cudaEvent_t& e : events_) MOE_CUDA_CHECK(cudaEventCreate(&e));
   comm_.wait(stream_, "building the sharded layer");
 }
