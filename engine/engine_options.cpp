@@ -8,6 +8,7 @@ namespace moe {
 
 namespace {
 
+using kernels::EpCompute;
 using kernels::ForwardOptions;
 using kernels::GemmFamily;
 using kernels::Int4Decode;
@@ -70,6 +71,8 @@ const Field kFields[] = {
      [](ForwardOptions& o, std::string_view v) {
        o.gemm = v == "legacy" ? GemmFamily::legacy : v == "mma" ? GemmFamily::mma : GemmFamily::automatic;
      }},
+    {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
+     [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
 };
 
 const std::vector<EngineSwitch>& switch_table() {
@@ -91,6 +94,8 @@ const std::vector<EngineSwitch>& switch_table() {
       {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
        "expert GEMM family: the mma family for bf16 at M=8..16, else decode kernels and tensor-core "
        "tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment layout (mma)"},
+      {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
+       "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };
   return table;
 }

@@ -55,6 +55,7 @@ std::vector<ReceivedRow> unpack_received_host(const WireLayout& L, const unsigne
       const unsigned char* rec = block + WireLayout::kHeaderBytes + L.dispatch_row_bytes() * r;
       ReceivedRow row;
       row.source = s;
+      row.record = r;
       std::memcpy(&row.token, rec + WireLayout::token_offset(), 4);
       row.experts.resize(L.top_k);
       row.weights.resize(L.top_k);
@@ -102,16 +103,20 @@ std::vector<double> run_expert(const kernels::MoeDims& d, std::uint64_t seed, in
   return y;
 }
 
-// Rank `self`'s expert compute over its received rows: partial[row] = sum over its slots in
-// slot order of weight * expert(hidden), starting from 0.
-std::vector<double> compute_partials(const kernels::MoeDims& d, std::uint64_t seed,
-                                     const ExpertMap& map, int self,
-                                     const std::vector<ReceivedRow>& rows, int threads) {
-  const int H = d.hidden, K = d.top_k, n = static_cast<int>(rows.size());
+}  // namespace
+
+std::map<int, std::vector<std::pair<int, int>>> received_pairs_by_expert(const std::vector<ReceivedRow>& rows) {
   std::map<int, std::vector<std::pair<int, int>>> users;  // local expert -> (row, slot)
-  for (int r = 0; r < n; ++r)
-    for (int s = 0; s < K; ++s)
+  for (int r = 0; r < static_cast<int>(rows.size()); ++r)
+    for (int s = 0; s < static_cast<int>(rows[r].experts.size()); ++s)
       if (rows[r].experts[s] >= 0) users[rows[r].experts[s]].push_back({r, s});
+  return users;
+}
+
+std::vector<double> expert_partials_host(const kernels::MoeDims& d, std::uint64_t seed, const ExpertMap& map,
+                                         int self, const std::vector<ReceivedRow>& rows, int threads) {
+  const int H = d.hidden, K = d.top_k, n = static_cast<int>(rows.size());
+  const std::map<int, std::vector<std::pair<int, int>>> users = received_pairs_by_expert(rows);
   std::vector<int> locals;
   for (const auto& kv : users) locals.push_back(kv.first);
   std::vector<double> y(static_cast<std::size_t>(n) * K * H, 0.0);  // per (row, slot)
@@ -140,8 +145,6 @@ std::vector<double> compute_partials(const kernels::MoeDims& d, std::uint64_t se
     }
   return partial;
 }
-
-}  // namespace
 
 ShardedStep sharded_step_reference(const kernels::MoeDims& d, std::uint64_t seed,
                                    const ExpertMap& map, const std::vector<std::vector<float>>& x,
@@ -183,7 +186,7 @@ ShardedStep sharded_step_reference(const kernels::MoeDims& d, std::uint64_t seed
     step.wire_bytes += rows.size() * (L.dispatch_row_bytes() + L.combine_row_bytes()) +
                        P * 2 * WireLayout::kHeaderBytes;
     // 3. Expert compute on the received rows.
-    returned[dst] = compute_partials(d, seed, map, dst, rows, threads);
+    returned[dst] = expert_partials_host(d, seed, map, dst, rows, threads);
   }
   // 4. Combine on each source: partials in destination-rank order, then shared experts.
   for (int r = 0; r < P; ++r) {

@@ -6,6 +6,8 @@
 // experts. Float64 like kernels/moe/reference.cpp; with one rank the summation order is that
 // of the single-device reference, so the two agree bit for bit.
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "engine/ep/dispatch_plan.hpp"
@@ -39,6 +41,7 @@ void pack_dispatch_host(const WireLayout& layout, const DispatchPlan& plan,
 // One received record, decoded.
 struct ReceivedRow {
   int source = 0;
+  int record = 0;               // its place in the source's block
   int token = 0;
   std::vector<int> experts;     // [top_k] local expert or -1
   std::vector<float> weights;   // [top_k]
@@ -47,5 +50,16 @@ struct ReceivedRow {
 // Decodes the valid records of every block of a receive buffer, in source-rank order. Throws
 // moe::Error (probe error) when a block's count exceeds the capacity: a corrupt or stale block.
 std::vector<ReceivedRow> unpack_received_host(const WireLayout& layout, const unsigned char* recv);
+
+// A rank's grouping of its received rows: per local expert, ascending, its (row, slot) pairs,
+// rows in receive order and slots in order (what the GPU's grouped path must reproduce,
+// kernels/ep/received_grouping.hpp).
+std::map<int, std::vector<std::pair<int, int>>> received_pairs_by_expert(const std::vector<ReceivedRow>& rows);
+
+// Rank `self`'s expert compute over its received rows, [rows, H] float64: per row the sum over
+// its slots in slot order of weight * expert(hidden), from 0; each expert runs on its rows of
+// received_pairs_by_expert. Throws moe::Error (probe error) for an expert it does not own.
+std::vector<double> expert_partials_host(const kernels::MoeDims& dims, std::uint64_t seed, const ExpertMap& map,
+                                         int self, const std::vector<ReceivedRow>& rows, int threads = 0);
 
 }  // namespace moe::ep

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/moe/forward.hpp"
 #include "kernels/moe/moe_types.hpp"
 
 namespace moe::kernels::ep {
@@ -65,6 +66,41 @@ struct ExpertRowsArgs {
 // weight * expert(hidden)[n], float, into the same record of the same block of combine_send
 // (so it returns to its source). h is rounded to bf16 as the single-device forward stores it.
 void enqueue_expert_rows(const ExpertRowsArgs& args, cudaStream_t stream);
+
+// The grouped path (ForwardOptions::ep_compute, received_grouping.hpp): the received records
+// as a batch of ranks * capacity tokens for the forward's expert GEMM stages. Its scratch holds
+// the batch's forward scratch (route-stage outputs, h, down_out) and its input rows.
+struct GroupedRowsLayout {
+  MoeDims batch;          // the layer's dims over the local experts: E local, no shared, plain routing
+  int rows = 0;           // ranks * capacity
+  ScratchLayout forward;  // at offset 0
+  std::size_t x = 0;      // bf16 [rows, H]: record r of block s at row s * capacity + r
+  std::size_t total = 0;
+};
+GroupedRowsLayout grouped_rows_layout(const MoeDims& layer, const WireGeometry& wire, int local_experts);
+
+struct GroupedRowsArgs {
+  WireGeometry wire;
+  MoeDims dims;                          // the layer's (hidden, inter, top_k, format)
+  int local_experts = 0;
+  ExpertTable experts;                   // the rank's bank, [local_experts] entries (scales for int4)
+  ForwardOptions options;                // the GEMM family (gemm; M = ranks * capacity), pdl, int4 decode
+  const unsigned char* recv = nullptr;   // as in ExpertRowsArgs
+  unsigned char* combine_send = nullptr;
+  unsigned* status = nullptr;
+  const int* stale_counts = nullptr;     // as in ExpertRowsArgs (mutation ep-reuse-counts)
+  void* scratch = nullptr;               // grouped_rows_layout(...).total bytes, 256-byte aligned
+  std::size_t scratch_bytes = 0;
+};
+// The forward's arguments of the batch (x, scratch, experts, options) for the GEMM stages.
+MoeForwardArgs grouped_batch_args(const GroupedRowsArgs& args, const GroupedRowsLayout& layout);
+// The same result as enqueue_expert_rows, through the engine's expert GEMMs: a grid copies each
+// valid record's hidden row into the batch and its slots into topk_ids / topk_weights, one
+// block groups the pairs (no atomics on the order), gate_up and down run on the family the
+// options and M select (enqueue_expert_gemms), and each valid record's combine row is the sum
+// over its slots in slot order of weight * down_out, float. Raises kBadCount / kBadExpert as
+// enqueue_expert_rows does (and kBadExpert for an expert repeated within a record).
+void enqueue_grouped_rows(const GroupedRowsArgs& args, cudaStream_t stream);
 
 struct SharedRowsArgs {
   MoeDims dims;

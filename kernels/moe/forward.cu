@@ -176,6 +176,12 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
   if (args.options.gemm == GemmFamily::mma && args.dims.scale_input)
     bad("gemm=mma does not read a routed expert's scaled input (Llama-4); use gemm=auto");
   enqueue_route(args, layout, stream);
+  enqueue_expert_gemms(args, layout, path, stream);
+  enqueue_combine(args, layout, stream);
+}
+
+void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
+                          cudaStream_t stream) {
   if (runs_mma_gemm(args)) {  // ForwardOptions::gemm's rule
     enqueue_gate_up_mma(args, layout, stream);
     enqueue_down_mma(args, layout, stream);
@@ -186,7 +192,6 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
     enqueue_gate_up_tensor_core(args, layout, stream);
     enqueue_down_tensor_core(args, layout, stream);
   }
-  enqueue_combine(args, layout, stream);
 }
 
 }  // namespace moe::kernels

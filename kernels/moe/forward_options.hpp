@@ -30,6 +30,13 @@ enum class TopKSelect : int { automatic, ranks, rounds };
 // follow this choice. automatic: the rule of runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma };
 
+// How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
+// it received: rows, the per-row SIMT kernel (kernels/ep/expert_rows.cu, bf16), or grouped: the
+// records grouped by expert into the route stage's outputs and run through the gate_up and down
+// stages above, on the family gemm and M = ranks * capacity select (kernels/ep/grouped_rows.cu).
+// rows stays the default until the grouped path has passed its GPU tests on a GPU.
+enum class EpCompute : int { rows, grouped };
+
 struct ForwardOptions {
   // Programmatic dependent launch between the forward's kernels (sm_90+): each kernel is
   // scheduled before the previous one ends, so gate_up streams the shared experts while the
@@ -55,6 +62,7 @@ struct ForwardOptions {
   // work in flight, so the first forward at a new M stalled its host and drained the device
   // (which hid a scratch pool's missing drain from probe scratch-regrow).
   bool preload_kernels = true;
+  EpCompute ep_compute = EpCompute::rows;
 
   bool operator==(const ForwardOptions&) const = default;
 };

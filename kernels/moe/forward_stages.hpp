@@ -28,6 +28,12 @@ void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout
 void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                               cudaStream_t stream);
 
+// gate_up then down on the family the forward takes: mma at every M under ForwardOptions::gemm,
+// else the decode kernels or the tensor-core tiles by `path` (resolve_forward_path(args)).
+// Stages 2 and 3 of enqueue_moe_forward, and of the expert-parallel layer's grouped rows.
+void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
+                          cudaStream_t stream);
+
 // Weighted combine of down_out into args.out.
 void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 

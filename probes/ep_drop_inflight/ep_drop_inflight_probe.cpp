@@ -64,6 +64,7 @@ void ep_drop_inflight_body(ep::EpWorker& w) {
   cfg.dims = dims;
   cfg.seed = derive_seed(state.options().seed, 0xED);
   cfg.m = m;
+  cfg.options = state.options().engine.forward();  // the engine switches, ep-compute among them
   cfg.exchange = ep::default_exchange_kind();
   ep::RankObservation obs;
   obs.rank = w.rank();

@@ -36,6 +36,7 @@ void ep_expert_map_body(ep::EpWorker& w) {
     cfg.dims = dims;
     cfg.seed = derive_seed(state.options().seed, 0xE3);
     cfg.m = m;
+    cfg.options = state.options().engine.forward();  // the engine switches, ep-compute among them
     cfg.exchange = ep::default_exchange_kind();
     cfg.skip_map_handshake = mutation_active(Mutation::ep_skip_map_handshake);
     ep::ShardedLayer layer(cfg, map, w.comm(), w.rendezvous(), state.allocator(), stream.handle());

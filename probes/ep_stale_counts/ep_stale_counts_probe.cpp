@@ -31,6 +31,7 @@ void ep_stale_counts_body(ep::EpWorker& w) {
   cfg.dims = dims;
   cfg.seed = derive_seed(state.options().seed, 0xE5);
   cfg.m = largest;
+  cfg.options = state.options().engine.forward();  // the engine switches, ep-compute among them
   cfg.exchange = ep::default_exchange_kind();
   nlohmann::json steps = nlohmann::json::array();
   bool all = true;

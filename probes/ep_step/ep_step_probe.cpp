@@ -64,6 +64,7 @@ void ep_step_body(ep::EpWorker& w) {
         cfg.dims = dims;
         cfg.seed = derive_seed(state.options().seed, 0xE9);
         cfg.m = m;
+        cfg.options = state.options().engine.forward();  // the engine switches, ep-compute among them
         cfg.exchange = kind;
         for (const std::string& mode : modes) {
           const bool graph = mode == "graph";

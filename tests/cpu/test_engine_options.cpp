@@ -45,7 +45,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 8);
+  CHECK(moe::engine_switches().size() == 9);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -85,6 +85,9 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);
   o.assign("gemm=legacy", "--switch");
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
+  CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default
+  o.assign("ep-compute=grouped", "--switch");
+  CHECK(o.forward().ep_compute == moe::kernels::EpCompute::grouped);
   o.assign("route-cluster=0", "--switch");  // 0 and 1 as the environment variables take them
   CHECK_FALSE(o.forward().cluster_route);
   CHECK(o.value("route-cluster") == "off");

@@ -2,7 +2,7 @@
 // (rendezvous over 127.0.0.1, a communicator each, as separate processes would): both exchanges
 // move every block to its rank, the sharded layer's output on every rank matches the
 // single-device CPU reference (also as M changes from step to step, and replayed from a
-// captured graph on new input), a layer dropped with its step in flight keeps its receive
+// captured graph on new input; the first and the captured one with each ep-compute path), a layer dropped with its step in flight keeps its receive
 // buffers from the next owner until the step ended (and under ep-free-recv-early does not),
 // and a rank that never enqueues its half makes the others' watchdog abort within the timeout.
 // Skips (77) with fewer than two GPUs or without NCCL.
@@ -125,7 +125,9 @@ TEST_CASE("the sharded layer on every rank matches the single-device CPU referen
   d.experts = 10;  // uneven over 3 and 4 ranks
   d.shared = 1;
   d.top_k = 4;
+  for (kernels::EpCompute compute : {kernels::EpCompute::rows, kernels::EpCompute::grouped})
   for (int m : {1, 8, 33}) {
+    CAPTURE(static_cast<int>(compute));
     CAPTURE(m);
     std::vector<ep::RankOutputCheck> checks(world);
     const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
@@ -136,6 +138,7 @@ TEST_CASE("the sharded layer on every rank matches the single-device CPU referen
       cfg.seed = 77 + m;
       cfg.m = m;
       cfg.exchange = ep::default_exchange_kind();
+      cfg.options.ep_compute = compute;
       ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
       layer.generate_input(r * m);
       for (int step = 0; step < 3; ++step) {  // repeated steps reuse the same buffers
@@ -200,35 +203,39 @@ TEST_CASE("a captured sharded step replays right, also on input the capture neve
   d.shared = 1;
   d.top_k = 2;
   const int m = 16;
-  std::vector<std::string> failures(world);
-  const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
-    DeviceAllocator alloc;
-    Stream stream;
-    ep::ShardedLayerConfig cfg;
-    cfg.dims = d;
-    cfg.seed = 4242;
-    cfg.m = m;
-    cfg.exchange = ep::default_exchange_kind();
-    ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
-    layer.generate_input(r * m);
-    layer.enqueue_step();
-    layer.finish("the eager step");
-    CapturedGraph graph(stream, [&] { layer.enqueue_step(); });
-    if (graph.nodes() == 0) failures[r] += "the graph captured no nodes; ";
-    for (int first : {r * m, (world + r) * m, (2 * world + r) * m}) {
-      layer.generate_input(first);
-      for (int i = 0; i < 2; ++i) {
-        graph.replay(stream);
-        layer.finish("a replay");
+  for (kernels::EpCompute compute : {kernels::EpCompute::rows, kernels::EpCompute::grouped}) {
+    CAPTURE(static_cast<int>(compute));
+    std::vector<std::string> failures(world);
+    const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+      DeviceAllocator alloc;
+      Stream stream;
+      ep::ShardedLayerConfig cfg;
+      cfg.dims = d;
+      cfg.seed = 4242;
+      cfg.m = m;
+      cfg.exchange = ep::default_exchange_kind();
+      cfg.options.ep_compute = compute;
+      ep::ShardedLayer layer(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc, stream.handle());
+      layer.generate_input(r * m);
+      layer.enqueue_step();
+      layer.finish("the eager step");
+      CapturedGraph graph(stream, [&] { layer.enqueue_step(); });
+      if (graph.nodes() == 0) failures[r] += "the graph captured no nodes; ";
+      for (int first : {r * m, (world + r) * m, (2 * world + r) * m}) {
+        layer.generate_input(first);
+        for (int i = 0; i < 2; ++i) {
+          graph.replay(stream);
+          layer.finish("a replay");
+        }
+        const ep::RankOutputCheck c = ep::check_rank_output(d, cfg.seed, layer.input_host(), layer.output_host(), m, m);
+        if (!c.passed) failures[r] += "input from token " + std::to_string(first) + ": " + c.detail + "; ";
       }
-      const ep::RankOutputCheck c = ep::check_rank_output(d, cfg.seed, layer.input_host(), layer.output_host(), m, m);
-      if (!c.passed) failures[r] += "input from token " + std::to_string(first) + ": " + c.detail + "; ";
+    });
+    for (int r = 0; r < world; ++r) {
+      CAPTURE(r);
+      CHECK(errors[r] == "");
+      CHECK(failures[r] == "");
     }
-  });
-  for (int r = 0; r < world; ++r) {
-    CAPTURE(r);
-    CHECK(errors[r] == "");
-    CHECK(failures[r] == "");
   }
 }
 

@@ -1,7 +1,9 @@
 // The expert-parallel kernels on one GPU, P virtual ranks exchanging through device copies
 // (tests/gpu/test_ep_exchange.cpp runs the NCCL exchange on two or more GPUs): the pack writes
 // exactly the host reference's wire bytes, and a whole sharded step (route, pack, exchange,
-// expert rows, shared experts, return, combine) matches the CPU reference of the sharded step.
+// expert rows, shared experts, return, combine) matches the CPU reference of the sharded step,
+// with the per-row kernel and with the grouped GEMM path (test_ep_grouped_rows.cpp checks that
+// path's parts on its own).
 // Output buffers are poisoned first; inputs are fresh random tokens each run.
 #include <doctest/doctest.h>
 
@@ -154,143 +156,165 @@ TEST_CASE("a sharded step over P virtual ranks on one GPU matches the sharded CP
   std::mt19937 rng(std::random_device{}());
   for (int P : {1, 2, 3}) {
     for (int shared : {0, 1}) {
-      const kernels::MoeDims d = test_dims(shared);
-      const int m = 9;
-      const std::uint64_t seed = rng();
-      CAPTURE(P);
-      CAPTURE(shared);
-      CAPTURE(seed);
-      const ep::ExpertMap map = ep::ExpertMap::contiguous(d.experts, P);
-      const ep::WireLayout L = ep::make_wire_layout(d.hidden, d.top_k, P, m);
-      const kep::WireGeometry g = L.geometry();
-      DeviceBuffer router = alloc.allocate(kernels::router_bytes(d));
-      kernels::generate_router(d, seed, router.as<__nv_bfloat16>(), stream.handle());
-      std::vector<DeviceBuffer> weights;
-      auto bank = [&](const std::vector<int>& experts, DeviceBuffer& gu, DeviceBuffer& dn) {
-        std::vector<const void*> a, b;
-        for (int e : experts) {
-          weights.push_back(alloc.allocate(kernels::expert_weight_bytes(d, kernels::TensorKind::gate_up)));
-          kernels::generate_expert_tensor(d, kernels::TensorKind::gate_up, seed, e, weights.back().data(), nullptr, stream.handle());
-          a.push_back(weights.back().data());
-          weights.push_back(alloc.allocate(kernels::expert_weight_bytes(d, kernels::TensorKind::down)));
-          kernels::generate_expert_tensor(d, kernels::TensorKind::down, seed, e, weights.back().data(), nullptr, stream.handle());
-          b.push_back(weights.back().data());
-        }
-        gu = upload(alloc, a);
-        dn = upload(alloc, b);
-      };
-      std::vector<int> shared_ids;
-      for (int s = 0; s < d.shared; ++s) shared_ids.push_back(d.experts + s);
-      DeviceBuffer shared_gu, shared_dn;
-      bank(shared_ids, shared_gu, shared_dn);
-      std::vector<int> local(d.experts);
-      for (int e = 0; e < d.experts; ++e) local[e] = map.local_index(e);
-      DeviceBuffer owner_d = upload(alloc, map.owners()), local_d = upload(alloc, local);
+      for (bool grouped : {false, true}) {  // the per-row kernel, or the grouped GEMM path
+        const kernels::MoeDims d = test_dims(shared);
+        const int m = 9;
+        const std::uint64_t seed = rng();
+        CAPTURE(P);
+        CAPTURE(shared);
+        CAPTURE(grouped);
+        CAPTURE(seed);
+        const ep::ExpertMap map = ep::ExpertMap::contiguous(d.experts, P);
+        const ep::WireLayout L = ep::make_wire_layout(d.hidden, d.top_k, P, m);
+        const kep::WireGeometry g = L.geometry();
+        DeviceBuffer router = alloc.allocate(kernels::router_bytes(d));
+        kernels::generate_router(d, seed, router.as<__nv_bfloat16>(), stream.handle());
+        std::vector<DeviceBuffer> weights;
+        auto bank = [&](const std::vector<int>& experts, DeviceBuffer& gu, DeviceBuffer& dn) {
+          std::vector<const void*> a, b;
+          for (int e : experts) {
+            weights.push_back(alloc.allocate(kernels::expert_weight_bytes(d, kernels::TensorKind::gate_up)));
+            kernels::generate_expert_tensor(d, kernels::TensorKind::gate_up, seed, e, weights.back().data(), nullptr, stream.handle());
+            a.push_back(weights.back().data());
+            weights.push_back(alloc.allocate(kernels::expert_weight_bytes(d, kernels::TensorKind::down)));
+            kernels::generate_expert_tensor(d, kernels::TensorKind::down, seed, e, weights.back().data(), nullptr, stream.handle());
+            b.push_back(weights.back().data());
+          }
+          gu = upload(alloc, a);
+          dn = upload(alloc, b);
+        };
+        std::vector<int> shared_ids;
+        for (int s = 0; s < d.shared; ++s) shared_ids.push_back(d.experts + s);
+        DeviceBuffer shared_gu, shared_dn;
+        bank(shared_ids, shared_gu, shared_dn);
+        std::vector<int> local(d.experts);
+        for (int e = 0; e < d.experts; ++e) local[e] = map.local_index(e);
+        DeviceBuffer owner_d = upload(alloc, map.owners()), local_d = upload(alloc, local);
 
-      struct Rank {
-        DeviceBuffer gu, dn, x, scratch, send, recv, csend, crecv, row_of, status, shared_out, out;
-        std::vector<float> xh;
-      };
-      std::vector<Rank> ranks(P);
-      const kernels::ScratchLayout layout = kernels::scratch_layout(d, m);
-      std::vector<std::vector<float>> xs;
-      for (int r = 0; r < P; ++r) {
-        Rank& k = ranks[r];
-        bank(map.experts_of(r), k.gu, k.dn);
-        k.xh = tokens(d, seed, r * m, m);
-        xs.push_back(k.xh);
-        k.x = upload(alloc, bits(k.xh));
-        k.scratch = alloc.allocate(layout.total);
-        for (DeviceBuffer* b : {&k.send, &k.recv}) *b = alloc.allocate(L.dispatch_bytes());
-        for (DeviceBuffer* b : {&k.csend, &k.crecv}) *b = alloc.allocate(L.combine_bytes());
-        k.row_of = alloc.allocate(sizeof(int) * m * P);
-        k.status = alloc.allocate(sizeof(unsigned));
-        k.shared_out = alloc.allocate(sizeof(float) * m * d.hidden);
-        k.out = alloc.allocate(kernels::input_bytes(d, m));
-        for (DeviceBuffer* b : {&k.send, &k.recv, &k.csend, &k.crecv, &k.out, &k.shared_out})
-          MOE_CUDA_CHECK(cudaMemset(b->data(), 0xFF, b->bytes()));  // poison (NaN patterns)
-        MOE_CUDA_CHECK(cudaMemset(k.status.data(), 0, sizeof(unsigned)));
-        kernels::MoeForwardArgs route;
-        route.dims = d;
-        route.m = m;
-        route.x = k.x.as<__nv_bfloat16>();
-        route.out = k.out.as<__nv_bfloat16>();
-        route.router = router.as<__nv_bfloat16>();
-        route.experts.gate_up = k.gu.as<const void* const>();
-        route.experts.down = k.dn.as<const void* const>();
-        route.scratch = k.scratch.data();
-        route.scratch_bytes = layout.total;
-        kernels::enqueue_route(route, layout, stream.handle());
-        kep::PackArgs a;
-        a.wire = g;
-        a.m = m;
-        a.experts = d.experts;
-        a.topk_ids = layout.at<int>(k.scratch.data(), layout.topk_ids);
-        a.topk_weights = layout.at<float>(k.scratch.data(), layout.topk_weights);
-        a.owner = owner_d.as<int>();
-        a.local_index = local_d.as<int>();
-        a.x = k.x.as<__nv_bfloat16>();
-        a.send = k.send.as<unsigned char>();
-        a.row_of = k.row_of.as<int>();
-        a.status = k.status.as<unsigned>();
-        kep::enqueue_pack_dispatch(a, stream.handle());
-      }
-      auto exchange = [&](DeviceBuffer Rank::*from, DeviceBuffer Rank::*to, std::size_t block) {
-        for (int s = 0; s < P; ++s)
-          for (int t = 0; t < P; ++t)
-            MOE_CUDA_CHECK(cudaMemcpyAsync((ranks[t].*to).as<unsigned char>() + block * s,
-                                           (ranks[s].*from).as<unsigned char>() + block * t, block,
-                                           cudaMemcpyDeviceToDevice, stream.handle()));
-      };
-      exchange(&Rank::send, &Rank::recv, L.dispatch_block_bytes());
-      for (int r = 0; r < P; ++r) {
-        Rank& k = ranks[r];
-        kep::ExpertRowsArgs e;
-        e.wire = g;
-        e.dims = d;
-        e.local_experts = static_cast<int>(map.experts_of(r).size());
-        e.gate_up = k.gu.as<const void* const>();
-        e.down = k.dn.as<const void* const>();
-        e.recv = k.recv.as<unsigned char>();
-        e.combine_send = k.csend.as<unsigned char>();
-        e.status = k.status.as<unsigned>();
-        kep::enqueue_expert_rows(e, stream.handle());
-        kep::SharedRowsArgs s;
-        s.dims = d;
-        s.m = m;
-        s.x = k.x.as<__nv_bfloat16>();
-        s.gate_up = shared_gu.as<const void* const>();
-        s.down = shared_dn.as<const void* const>();
-        s.out = k.shared_out.as<float>();
-        kep::enqueue_shared_rows(s, stream.handle());
-      }
-      exchange(&Rank::csend, &Rank::crecv, L.combine_block_bytes());
-      for (int r = 0; r < P; ++r) {
-        kep::CombineArgs c;
-        c.wire = g;
-        c.m = m;
-        c.row_of = ranks[r].row_of.as<int>();
-        c.combine_recv = ranks[r].crecv.as<unsigned char>();
-        c.shared = d.shared ? ranks[r].shared_out.as<float>() : nullptr;
-        c.out = ranks[r].out.as<__nv_bfloat16>();
-        kep::enqueue_combine_returned(c, stream.handle());
-      }
-      stream.drain();
-      const ep::ShardedStep ref = ep::sharded_step_reference(d, seed, map, xs, m, m);
-      for (int r = 0; r < P; ++r) {
-        CAPTURE(r);
-        CHECK(download<unsigned>(ranks[r].status, 1)[0] == 0u);
-        const auto out = download<std::uint16_t>(ranks[r].out, static_cast<std::size_t>(m) * d.hidden);
-        double num = 0, den = 0;
-        for (std::size_t i = 0; i < out.size(); ++i) {
-          const double o = kernels::bf16_bits_to_float(out[i]), e = ref.out[r][i];
-          num += (o - e) * (o - e);
-          den += e * e;
+        struct Rank {
+          DeviceBuffer gu, dn, x, scratch, send, recv, csend, crecv, row_of, status, shared_out, out, grouped;
+          std::vector<float> xh;
+        };
+        std::vector<Rank> ranks(P);
+        const kernels::ScratchLayout layout = kernels::scratch_layout(d, m);
+        std::vector<std::vector<float>> xs;
+        for (int r = 0; r < P; ++r) {
+          Rank& k = ranks[r];
+          bank(map.experts_of(r), k.gu, k.dn);
+          k.xh = tokens(d, seed, r * m, m);
+          xs.push_back(k.xh);
+          k.x = upload(alloc, bits(k.xh));
+          k.scratch = alloc.allocate(layout.total);
+          for (DeviceBuffer* b : {&k.send, &k.recv}) *b = alloc.allocate(L.dispatch_bytes());
+          for (DeviceBuffer* b : {&k.csend, &k.crecv}) *b = alloc.allocate(L.combine_bytes());
+          k.row_of = alloc.allocate(sizeof(int) * m * P);
+          k.status = alloc.allocate(sizeof(unsigned));
+          k.shared_out = alloc.allocate(sizeof(float) * m * d.hidden);
+          k.out = alloc.allocate(kernels::input_bytes(d, m));
+          if (grouped) {
+            k.grouped = alloc.allocate(kep::grouped_rows_layout(d, g, static_cast<int>(map.experts_of(r).size())).total);
+            MOE_CUDA_CHECK(cudaMemset(k.grouped.data(), 0xFF, k.grouped.bytes()));
+          }
+          for (DeviceBuffer* b : {&k.send, &k.recv, &k.csend, &k.crecv, &k.out, &k.shared_out})
+            MOE_CUDA_CHECK(cudaMemset(b->data(), 0xFF, b->bytes()));  // poison (NaN patterns)
+          MOE_CUDA_CHECK(cudaMemset(k.status.data(), 0, sizeof(unsigned)));
+          kernels::MoeForwardArgs route;
+          route.dims = d;
+          route.m = m;
+          route.x = k.x.as<__nv_bfloat16>();
+          route.out = k.out.as<__nv_bfloat16>();
+          route.router = router.as<__nv_bfloat16>();
+          route.experts.gate_up = k.gu.as<const void* const>();
+          route.experts.down = k.dn.as<const void* const>();
+          route.scratch = k.scratch.data();
+          route.scratch_bytes = layout.total;
+          kernels::enqueue_route(route, layout, stream.handle());
+          kep::PackArgs a;
+          a.wire = g;
+          a.m = m;
+          a.experts = d.experts;
+          a.topk_ids = layout.at<int>(k.scratch.data(), layout.topk_ids);
+          a.topk_weights = layout.at<float>(k.scratch.data(), layout.topk_weights);
+          a.owner = owner_d.as<int>();
+          a.local_index = local_d.as<int>();
+          a.x = k.x.as<__nv_bfloat16>();
+          a.send = k.send.as<unsigned char>();
+          a.row_of = k.row_of.as<int>();
+          a.status = k.status.as<unsigned>();
+          kep::enqueue_pack_dispatch(a, stream.handle());
         }
-        REQUIRE(den > 0);
-        // The single-device kernels' bound (probes/layer_check.hpp); fp32 routing may flip a
-        // near-tie, which moves one token by O(1) and fails loudly rather than silently.
-        CHECK(std::sqrt(num / den) <= 2e-2);
+        auto exchange = [&](DeviceBuffer Rank::*from, DeviceBuffer Rank::*to, std::size_t block) {
+          for (int s = 0; s < P; ++s)
+            for (int t = 0; t < P; ++t)
+              MOE_CUDA_CHECK(cudaMemcpyAsync((ranks[t].*to).as<unsigned char>() + block * s,
+                                             (ranks[s].*from).as<unsigned char>() + block * t, block,
+                                             cudaMemcpyDeviceToDevice, stream.handle()));
+        };
+        exchange(&Rank::send, &Rank::recv, L.dispatch_block_bytes());
+        for (int r = 0; r < P; ++r) {
+          Rank& k = ranks[r];
+          if (grouped) {
+            kep::GroupedRowsArgs e;
+            e.wire = g;
+            e.dims = d;
+            e.local_experts = static_cast<int>(map.experts_of(r).size());
+            e.experts.gate_up = k.gu.as<const void* const>();
+            e.experts.down = k.dn.as<const void* const>();
+            e.recv = k.recv.as<unsigned char>();
+            e.combine_send = k.csend.as<unsigned char>();
+            e.status = k.status.as<unsigned>();
+            e.scratch = k.grouped.data();
+            e.scratch_bytes = k.grouped.bytes();
+            kep::enqueue_grouped_rows(e, stream.handle());
+          } else {
+            kep::ExpertRowsArgs e;
+            e.wire = g;
+            e.dims = d;
+            e.local_experts = static_cast<int>(map.experts_of(r).size());
+            e.gate_up = k.gu.as<const void* const>();
+            e.down = k.dn.as<const void* const>();
+            e.recv = k.recv.as<unsigned char>();
+            e.combine_send = k.csend.as<unsigned char>();
+            e.status = k.status.as<unsigned>();
+            kep::enqueue_expert_rows(e, stream.handle());
+          }
+          kep::SharedRowsArgs s;
+          s.dims = d;
+          s.m = m;
+          s.x = k.x.as<__nv_bfloat16>();
+          s.gate_up = shared_gu.as<const void* const>();
+          s.down = shared_dn.as<const void* const>();
+          s.out = k.shared_out.as<float>();
+          kep::enqueue_shared_rows(s, stream.handle());
+        }
+        exchange(&Rank::csend, &Rank::crecv, L.combine_block_bytes());
+        for (int r = 0; r < P; ++r) {
+          kep::CombineArgs c;
+          c.wire = g;
+          c.m = m;
+          c.row_of = ranks[r].row_of.as<int>();
+          c.combine_recv = ranks[r].crecv.as<unsigned char>();
+          c.shared = d.shared ? ranks[r].shared_out.as<float>() : nullptr;
+          c.out = ranks[r].out.as<__nv_bfloat16>();
+          kep::enqueue_combine_returned(c, stream.handle());
+        }
+        stream.drain();
+        const ep::ShardedStep ref = ep::sharded_step_reference(d, seed, map, xs, m, m);
+        for (int r = 0; r < P; ++r) {
+          CAPTURE(r);
+          CHECK(download<unsigned>(ranks[r].status, 1)[0] == 0u);
+          const auto out = download<std::uint16_t>(ranks[r].out, static_cast<std::size_t>(m) * d.hidden);
+          double num = 0, den = 0;
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            const double o = kernels::bf16_bits_to_float(out[i]), e = ref.out[r][i];
+            num += (o - e) * (o - e);
+            den += e * e;
+          }
+          REQUIRE(den > 0);
+          // The single-device kernels' bound (probes/layer_check.hpp); fp32 routing may flip a
+          // near-tie, which moves one token by O(1) and fails loudly rather than silently.
+          CHECK(std::sqrt(num / den) <= 2e-2);
+        }
       }
     }
   }

@@ -80,9 +80,14 @@ ShardedLayer::ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& ma
   recv_ = allocator_.allocate(wire_.dispatch_bytes());
   combine_send_ = allocator_.allocate(wire_.combine_bytes());
   combine_recv_ = allocator_.allocate(wire_.combine_bytes());
+  if (config_.options.ep_compute == kernels::EpCompute::grouped)
+    grouped_ = allocator_.allocate(kernels::ep::grouped_rows_layout(d, wire_.geometry(), local_experts()).total);
   // Zeroed once: headers of blocks nobody writes stay valid (count 0) and stale bytes are 0.
   for (DeviceBuffer* b : {&send_, &recv_, &combine_send_, &combine_recv_, &status_, &previous_counts_})
     MOE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream_));
+  // The batch's rows of places without a record are never written; a GEMM's padded lanes may
+  // read one (their results unused): zeros, never uninitialised memory.
+  if (grouped_) MOE_CUDA_CHECK(cudaMemsetAsync(grouped_.data(), 0, grouped_.bytes(), stream_));
   for (cudaEvent_t& e : events_) MOE_CUDA_CHECK(cudaEventCreate(&e));
   comm_.wait(stream_, "building the sharded layer");
 }
@@ -95,7 +100,7 @@ ShardedLayer::~ShardedLayer() {
   std::vector<DeviceBuffer> buffers = std::move(weights_);
   DeviceBuffer* owned[] = {&router_, &gate_up_table_, &down_table_, &shared_gate_up_table_,
                            &shared_down_table_, &owner_, &local_index_, &scratch_, &x_, &out_,
-                           &shared_out_, &row_of_, &status_, &previous_counts_, &send_,
+                           &shared_out_, &row_of_, &status_, &grouped_, &previous_counts_, &send_,
                            &combine_send_, &recv_, &combine_recv_};
   if (mutation_active(Mutation::ep_free_recv_early)) {
     // The bug: the receive buffers go back at once, while the exchange may still write them.
@@ -144,6 +149,7 @@ void ShardedLayer::enqueue_step(bool timed, int active) {
   route.experts.down = down_table_.as<const void* const>();
   route.scratch = scratch_.data();
   route.scratch_bytes = scratch_bytes_;
+  route.options = config_.options;
   const kernels::ScratchLayout layout = kernels::scratch_layout(d, n);  // fits: n <= m
   kernels::enqueue_route(route, layout, stream_);
   mark(1);
@@ -164,18 +170,36 @@ void ShardedLayer::enqueue_step(bool timed, int active) {
   enqueue_exchange(comm_, config_.exchange, send_.data(), recv_.data(), wire_.dispatch_block_bytes(), stream_);
   mark(2);
 
-  kernels::ep::ExpertRowsArgs rows;
-  rows.wire = g;
-  rows.dims = d;
-  rows.local_experts = static_cast<int>(map_.experts_of(comm_.rank()).size());
-  rows.gate_up = gate_up_table_.as<const void* const>();
-  rows.down = down_table_.as<const void* const>();
-  rows.recv = recv_.as<unsigned char>();
-  rows.combine_send = combine_send_.as<unsigned char>();
-  rows.status = status_.as<unsigned>();
   const bool reuse_counts = mutation_active(Mutation::ep_reuse_counts);
-  if (reuse_counts) rows.stale_counts = previous_counts_.as<int>();
-  kernels::ep::enqueue_expert_rows(rows, stream_);
+  const int* stale_counts = reuse_counts ? previous_counts_.as<int>() : nullptr;
+  if (config_.options.ep_compute == kernels::EpCompute::grouped) {
+    kernels::ep::GroupedRowsArgs rows;
+    rows.wire = g;
+    rows.dims = d;
+    rows.local_experts = local_experts();
+    rows.experts.gate_up = gate_up_table_.as<const void* const>();
+    rows.experts.down = down_table_.as<const void* const>();
+    rows.options = config_.options;
+    rows.recv = recv_.as<unsigned char>();
+    rows.combine_send = combine_send_.as<unsigned char>();
+    rows.status = status_.as<unsigned>();
+    rows.stale_counts = stale_counts;
+    rows.scratch = grouped_.data();
+    rows.scratch_bytes = grouped_.bytes();
+    kernels::ep::enqueue_grouped_rows(rows, stream_);
+  } else {
+    kernels::ep::ExpertRowsArgs rows;
+    rows.wire = g;
+    rows.dims = d;
+    rows.local_experts = local_experts();
+    rows.gate_up = gate_up_table_.as<const void* const>();
+    rows.down = down_table_.as<const void* const>();
+    rows.recv = recv_.as<unsigned char>();
+    rows.combine_send = combine_send_.as<unsigned char>();
+    rows.status = status_.as<unsigned>();
+    rows.stale_counts = stale_counts;
+    kernels::ep::enqueue_expert_rows(rows, stream_);
+  }
   if (reuse_counts)  // the bug: remember this step's counts for the next one
     MOE_CUDA_CHECK(cudaMemcpy2DAsync(previous_counts_.data(), sizeof(int), recv_.data(),
                                      wire_.dispatch_block_bytes(), sizeof(int), wire_.ranks,

@@ -5,7 +5,9 @@
 //   route     the existing route stage on this rank's own m tokens
 //   dispatch  pack (plan + records into fixed-capacity per-destination blocks, counts in the
 //             block headers) and the exchange
-//   compute   this rank's experts on the received rows, the shared experts on its own tokens
+//   compute   this rank's experts on the received rows (the per-row kernel, or grouped into
+//             the forward's expert GEMMs: ForwardOptions::ep_compute), the shared experts on
+//             its own tokens
 //   combine   the return exchange of per-row partial sums, then out = partials in rank order
 //             plus the shared experts' sum, rounded to bf16
 // Building the layer runs the expert-map handshake (unless the mutation skips it).
@@ -31,6 +33,9 @@ struct ShardedLayerConfig {
   int m = 1;               // tokens per rank
   int capacity = 0;        // rows per destination block; 0: m (never overflows)
   ExchangeKind exchange = ExchangeKind::sendrecv;
+  // The engine's switches (EngineOptions::forward()): the route's kernels, ep_compute and,
+  // on the grouped path, the expert GEMM family.
+  kernels::ForwardOptions options;
   bool skip_map_handshake = false;  // mutation: build without agreeing on the map
 };
 
@@ -67,6 +72,7 @@ class ShardedLayer {
   const WireLayout& wire() const { return wire_; }
   const ExpertMap& map() const { return map_; }
   int m() const { return config_.m; }
+  int local_experts() const { return static_cast<int>(map_.experts_of(comm_.rank()).size()); }
   // Meaningful bytes this rank sent in the last finished step (both exchanges): its rows and
   // block headers; the exchanges move the fixed blocks whatever the counts.
   std::size_t wire_bytes_sent();
@@ -82,6 +88,7 @@ class ShardedLayer {
   std::vector<DeviceBuffer> weights_;  // router, local experts, shared experts
   DeviceBuffer router_, gate_up_table_, down_table_, shared_gate_up_table_, shared_down_table_;
   DeviceBuffer owner_, local_index_, scratch_, x_, out_, shared_out_, row_of_, status_;
+  DeviceBuffer grouped_;  // the grouped path's scratch (kernels::ep::grouped_rows_layout), else empty
   DeviceBuffer send_, recv_, combine_send_, combine_recv_;
   DeviceBuffer previous_counts_;  // [ranks]: read only under the mutation ep-reuse-counts
   std::size_t scratch_bytes_ = 0;
