@@ -100,6 +100,7 @@ TEST_CASE("both exchanges deliver block d of every rank to rank d") {
       for (int d = 0; d < world; ++d)
         MOE_CUDA_CHECK(cudaMemset(send.as<unsigned char>() + block * d, r * 16 + d + 1, block));
       MOE_CUDA_CHECK(cudaMemset(recv.data(), 0xEE, block * world));  // poison
+      MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream fills land before the exchange
       ep::enqueue_exchange(comm, kind, send.data(), recv.data(), block, stream.handle());
       comm.wait(stream.handle(), "the exchange");
       std::vector<unsigned char> host(block * world);

@@ -188,6 +188,7 @@ Run run_grouped(DeviceAllocator& alloc, Stream& stream, const kep::GroupedRowsAr
   MOE_CUDA_CHECK(cudaMemset(combine.data(), 0xFF, combine.bytes()));
   MOE_CUDA_CHECK(cudaMemset(scratch.data(), 0xFF, scratch.bytes()));
   MOE_CUDA_CHECK(cudaMemset(status.data(), 0, sizeof(unsigned)));
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison lands before the stream's kernels
   kep::GroupedRowsArgs a = base;
   a.wire = L.geometry();
   a.recv = recv_d.as<unsigned char>();

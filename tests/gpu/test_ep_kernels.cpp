@@ -102,6 +102,7 @@ TEST_CASE("pack writes the host reference's headers and records, and flags overf
     MOE_CUDA_CHECK(cudaMemset(send.data(), 0xAB, L.dispatch_bytes()));  // poison: as the host's
     MOE_CUDA_CHECK(cudaMemset(row_of.data(), 0x7F, sizeof(int) * m * P));
     MOE_CUDA_CHECK(cudaMemset(status.data(), 0, sizeof(unsigned)));
+    MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison lands before the pack writes
     kep::PackArgs a;
     a.wire = L.geometry();
     a.m = m;
@@ -218,6 +219,7 @@ TEST_CASE("a sharded step over P virtual ranks on one GPU matches the sharded CP
           for (DeviceBuffer* b : {&k.send, &k.recv, &k.csend, &k.crecv, &k.out, &k.shared_out})
             MOE_CUDA_CHECK(cudaMemset(b->data(), 0xFF, b->bytes()));  // poison (NaN patterns)
           MOE_CUDA_CHECK(cudaMemset(k.status.data(), 0, sizeof(unsigned)));
+          MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison before the stream's kernels
           kernels::MoeForwardArgs route;
           route.dims = d;
           route.m = m;

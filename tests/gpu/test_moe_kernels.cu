@@ -928,6 +928,7 @@ TEST_CASE("int4 generation in the mma layout matches the row layout re-laid on t
       DeviceBuffer mma_w = device_buffer(expert_weight_bytes(d, kind)), mma_s = device_buffer(expert_scale_bytes(d, kind));
       MOE_CUDA_CHECK(cudaMemset(mma_w.data(), 0xFF, mma_w.bytes()));
       MOE_CUDA_CHECK(cudaMemset(mma_s.data(), 0xFF, mma_s.bytes()));
+      MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison lands before st.s generates
       generate_expert_tensor(d, kind, seed, 3, rows_w.data(), rows_s.data(), st.s, Int4Layout::rows);
       generate_expert_tensor(d, kind, seed, 3, mma_w.data(), mma_s.data(), st.s, Int4Layout::mma_fragments);
       MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
