@@ -189,6 +189,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   common.ms = o.list<int>("m");
   common.weight_formats = o.list<std::string>("weight_formats");
   common.modes = o.list<std::string>("modes");
+  common.exchanges = o.list<std::string>("exchanges");  // absent: ep-step's default set
   o.read("l2", common.l2);
   o.read("allocator", common.allocator);
   bool kernel_timing = true;
