@@ -14,9 +14,11 @@
 
 #include "common/cuda_check.hpp"
 #include "common/cuda_event.hpp"
+#include "common/errors.hpp"
 #include "engine/captured_graph.hpp"
 #include "engine/ep/expert_map.hpp"
 #include "engine/ep/nccl/exchange.hpp"
+#include "engine/ep/nccl/lsa_exchange.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
@@ -53,6 +55,12 @@ std::vector<ep::ExchangeKind> exchanges(const RunOptions& options) {
 
 void ep_step_body(ep::EpWorker& w) {
   ProbeState& state = w.state();
+  const std::vector<ep::ExchangeKind> kinds = exchanges(state.options());
+  // A library that cannot run lsa is refused before anything is measured (exit 3); ranks that
+  // are not one LSA team are refused as the first lsa layer is built, on every rank at once.
+  if (std::find(kinds.begin(), kinds.end(), ep::ExchangeKind::lsa) != kinds.end())
+    if (const std::string problem = ep::lsa_library_problem(ep::nccl()); !problem.empty())
+      throw EnvironmentError("ep-step: exchange lsa: " + problem);
   Stream stream(Stream::SyncPolicy::eager);
   // The ceiling first, on the same communicator: what the exchanges are measured against.
   const ep::LinkSample ceiling =
@@ -65,7 +73,7 @@ void ep_step_body(ep::EpWorker& w) {
     const kernels::MoeDims dims = shape.dims(kernels::WeightFormat::bf16);
     const ep::ExpertMap map = ep::ExpertMap::contiguous(dims.experts, w.world());
     for (int m : ms_or_default(state, kEpTokens))
-      for (ep::ExchangeKind kind : exchanges(state.options())) {
+      for (ep::ExchangeKind kind : kinds) {
         ep::ShardedLayerConfig cfg;
         cfg.dims = dims;
         cfg.seed = derive_seed(state.options().seed, 0xE9);
