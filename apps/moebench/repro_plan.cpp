@@ -261,6 +261,8 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
     RunRequest r = common;
     r.probes = probes_of[mutation];
     r.mutation = mutation;
+    // --exchange is ep-step's: a run of other probes (another mutation's) goes without it.
+    if (std::find(r.probes.begin(), r.probes.end(), "ep-step") == r.probes.end()) r.exchanges.clear();
     plan.run_descriptions.push_back(describe(r, labels));
     plan.runs.push_back(std::move(r));
   }
