@@ -52,6 +52,9 @@ int ranks_or_skip() {
     std::printf("SKIPPED: the expert-parallel exchange needs two GPUs, this machine has %d\n", n);
     std::exit(77);
   }
+  // As the workers are started (probes/ep_common/worker_launch.cpp): NVLink multicast stays
+  // off unless the environment sets it, before the first communicator reads it.
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0);
   try {
     ep::nccl();
   } catch (const std::exception& e) {
