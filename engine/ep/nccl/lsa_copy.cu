@@ -39,7 +39,11 @@ __device__ bool wait_until(ncclLsaBarrierSession<ncclCoopCta>& bar, std::uint64_
 __global__ void __launch_bounds__(kThreads) lsa_copy_kernel(ncclDevComm comm, ncclWindow_t window,
                                                             LsaCopyArgs a) {
   // A failed exchange before this one: the peers are out of step, skip (the host raises it).
-  if (*reinterpret_cast<volatile unsigned*>(a.status) != 0) return;
+  // Read once for the whole CTA, so that all of its threads take the same way.
+  __shared__ unsigned failed;
+  if (threadIdx.x == 0) failed = *reinterpret_cast<volatile unsigned*>(a.status);
+  __syncthreads();
+  if (failed != 0) return;
   ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), comm, ncclTeamLsa(comm), comm.lsaBarrier,
                                          blockIdx.x);
   bar.arrive(ncclCoopCta(), cuda::memory_order_release);
