@@ -13,6 +13,20 @@
 
 namespace moe::ep {
 
+namespace {
+
+// A device-API call that the machine may not support (no symmetric memory, no VMM, memory
+// full): its failure is the environment's, exit 3, in NCCL's words.
+void require(ncclResult_t status, const char* call, ncclComm_t comm) {
+  if (status == ncclSuccess || status == ncclInProgress) return;
+  const char* last = nccl().GetLastError(comm);
+  throw EnvironmentError(std::string("exchange lsa: ") + call + " failed: " +
+                         nccl().GetErrorString(status) +
+                         (last && *last ? " (" + std::string(last) + ")" : std::string()));
+}
+
+}  // namespace
+
 struct LsaExchange::Resources {
   Resources(Communicator& c, const WireLayout& w, cudaStream_t s)
       : comm(c), stream(s), wire(w), layout(make_lsa_window_layout(w)) {}
@@ -89,7 +103,7 @@ LsaExchange::LsaExchange(Communicator& comm, const WireLayout& wire, cudaStream_
   ncclDevCommRequirements reqs{};
   reqs.lsaMultimem = false;
   reqs.lsaBarrierCount = kLsaCopyCtas;
-  MOE_NCCL_CHECK(api.DevCommCreate(comm.get(), &reqs, &r_->dev));
+  require(api.DevCommCreate(comm.get(), &reqs, &r_->dev), "ncclDevCommCreate", comm.get());
   comm.settle("ncclDevCommCreate");
   r_->have_dev = true;
   // Every rank sees the same teams, so every rank refuses together: nobody waits on a peer.
@@ -99,13 +113,14 @@ LsaExchange::LsaExchange(Communicator& comm, const WireLayout& wire, cudaStream_
         std::to_string(r_->dev.lsaSize) + " of the " + std::to_string(r_->dev.nRanks) +
         " ranks by load/store (its LSA team); every rank must be a GPU of one host joined by "
         "NVLink or PCIe peer access (across hosts use alltoall or sendrecv)");
-  MOE_NCCL_CHECK(api.MemAlloc(&r_->memory, r_->layout.window_bytes));
+  require(api.MemAlloc(&r_->memory, r_->layout.window_bytes), "ncclMemAlloc", comm.get());
   // Count 0 in every header and a clear status before any peer can store here: a peer's
   // first store waits for this rank's first entry barrier, which runs after this.
   MOE_CUDA_CHECK(cudaMemsetAsync(r_->memory, 0, r_->layout.window_bytes, stream));
   comm.wait(stream, "clearing the lsa window");
-  MOE_NCCL_CHECK(api.CommWindowRegister(comm.get(), r_->memory, r_->layout.window_bytes,
-                                        &r_->window, NCCL_WIN_COLL_SYMMETRIC));
+  require(api.CommWindowRegister(comm.get(), r_->memory, r_->layout.window_bytes, &r_->window,
+                                 NCCL_WIN_COLL_SYMMETRIC),
+          "ncclCommWindowRegister", comm.get());
   comm.settle("ncclCommWindowRegister (" + std::to_string(r_->layout.window_bytes) + " bytes)");
   if (!r_->window)
     throw EnvironmentError("exchange lsa: the communicator has no symmetric memory support "
