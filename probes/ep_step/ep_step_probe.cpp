@@ -16,6 +16,7 @@
 #include "common/cuda_event.hpp"
 #include "common/errors.hpp"
 #include "engine/captured_graph.hpp"
+#include "engine/ep/exchange_names.hpp"
 #include "engine/ep/expert_map.hpp"
 #include "engine/ep/nccl/exchange.hpp"
 #include "engine/ep/nccl/lsa_exchange.hpp"
@@ -48,8 +49,8 @@ std::vector<ep::ExchangeKind> exchanges(const RunOptions& options) {
   std::vector<ep::ExchangeKind> k;
   for (const std::string& name : options.exchanges) k.push_back(ep::exchange_kind_from(name));
   if (!k.empty()) return k;
-  k.push_back(ep::ExchangeKind::sendrecv);
-  if (ep::nccl().AlltoAll) k.insert(k.begin(), ep::ExchangeKind::alltoall);
+  for (std::string_view name : ep::default_exchange_names())
+    if (name != "alltoall" || ep::nccl().AlltoAll) k.push_back(ep::exchange_kind_from(name));
   return k;
 }
 
