@@ -23,7 +23,7 @@ else()
       message(STATUS "moebench: NCCL ${_nccl_major}.${_nccl_minor} headers in ${MOEBENCH_NCCL_INCLUDE_DIR}")
     else()
       set(MOEBENCH_NCCL_MISSING_REASON
-          "nccl.h in ${MOEBENCH_NCCL_INCLUDE_DIR} is NCCL ${_nccl_major}.${_nccl_minor}; 2.14 or newer is needed")
+          "nccl.h in ${MOEBENCH_NCCL_INCLUDE_DIR} is NCCL ${_nccl_major}.${_nccl_minor}, older than the 2.14 needed")
     endif()
   else()
     set(MOEBENCH_NCCL_MISSING_REASON
@@ -35,4 +35,26 @@ else()
 endif()
 if(NOT MOEBENCH_HAVE_NCCL)
   message(STATUS "moebench: expert-parallel probes not built: ${MOEBENCH_NCCL_MISSING_REASON}")
+endif()
+
+# The LSA exchange (engine/ep/nccl/lsa_exchange.*) is written against NCCL's device API:
+# symmetric windows, LSA pointers and barriers, which nccl_device.h declares from NCCL 2.28.
+# Without it the other exchanges build as before and `moebench list` says why it did not.
+# (The reasons become compile definitions: no semicolons, which CMake would split them at.)
+set(MOEBENCH_HAVE_NCCL_DEVICE_API OFF)
+set(MOEBENCH_NCCL_DEVICE_API_MISSING_REASON "")
+if(NOT MOEBENCH_HAVE_NCCL)
+  set(MOEBENCH_NCCL_DEVICE_API_MISSING_REASON "${MOEBENCH_NCCL_MISSING_REASON}")
+elseif(NOT (_nccl_major GREATER 2 OR (_nccl_major EQUAL 2 AND _nccl_minor GREATER_EQUAL 28)))
+  set(MOEBENCH_NCCL_DEVICE_API_MISSING_REASON
+      "nccl.h in ${MOEBENCH_NCCL_INCLUDE_DIR} is NCCL ${_nccl_major}.${_nccl_minor}, older than the 2.28 of the device API")
+elseif(NOT EXISTS ${MOEBENCH_NCCL_INCLUDE_DIR}/nccl_device.h)
+  set(MOEBENCH_NCCL_DEVICE_API_MISSING_REASON
+      "NCCL ${_nccl_major}.${_nccl_minor} in ${MOEBENCH_NCCL_INCLUDE_DIR} has no nccl_device.h")
+else()
+  set(MOEBENCH_HAVE_NCCL_DEVICE_API ON)
+  message(STATUS "moebench: NCCL device API found: the lsa exchange is built")
+endif()
+if(NOT MOEBENCH_HAVE_NCCL_DEVICE_API)
+  message(STATUS "moebench: exchange lsa not built: ${MOEBENCH_NCCL_DEVICE_API_MISSING_REASON}")
 endif()

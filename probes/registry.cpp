@@ -98,10 +98,10 @@ constexpr std::array kProbes{
               "a large buffer and each pair of ranks both ways",
               &run_ep_ceiling_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-step",
-              "one expert-parallel step per shape, tokens per rank, exchange and mode (eager, "
-              "captured graph): dispatch, expert compute and combine GPU time per rank, host time, "
-              "bytes on the wire, GB/s against the alltoall ceiling, after every rank's output "
-              "matched the reference",
+              "one expert-parallel step per shape, tokens per rank, exchange (--exchange; lsa only "
+              "when named) and mode (eager, captured graph): dispatch, expert compute and combine "
+              "GPU time per rank, host time, bytes on the wire, GB/s against the alltoall ceiling, "
+              "after every rank's output matched the reference",
               &run_ep_step_probe, nullptr, false, false, 2, kEpUnavailable},
     ProbeInfo{"ep-expert-map",
               "one rank holds another expert map: building the sharded layer must be refused on "

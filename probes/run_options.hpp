@@ -55,6 +55,9 @@ struct RunOptions {
   // `moebench run` arguments of this request that the launcher hands its workers.
   std::vector<int> devices;
   std::vector<std::string> worker_args;
+  // Probe ep-step's exchanges by name (--exchange; engine/ep/exchange_names.hpp); empty: its
+  // default set, alltoall (where the loaded NCCL has it) and sendrecv. lsa only when named.
+  std::vector<std::string> exchanges;
   // --filter: only the cases whose key this regular expression (ECMAScript, searched anywhere
   // in the key) matches run; empty: every case (probes/sweep_plan.hpp).
   std::string case_filter;

@@ -2,6 +2,7 @@
 
 #include "apps/moebench/commands.hpp"
 #include "common/errors.hpp"
+#include "engine/ep/exchange_names.hpp"
 #include "engine/engine_options.hpp"
 #include "engine/fault_injection.hpp"
 #include "probes/probe.hpp"
@@ -71,6 +72,7 @@ int list(const std::string& what, const std::string& fixtures,
       if (!p.not_built.empty())
         std::printf("%.*s: not built, cannot run: %.*s\n", static_cast<int>(p.name.size()),
                     p.name.data(), static_cast<int>(p.not_built.size()), p.not_built.data());
+    std::printf("%s\n", ep::describe_exchange_axis().c_str());
     // Each probe's declared sweep (probes/sweep.hpp): what run, --dry-run and --filter count.
     std::printf("\nsweeps (defaults; --shape, --m, --weight-format and --mode replace them on the "
                 "axes a probe has; - : no such axis):\n");

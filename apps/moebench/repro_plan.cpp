@@ -189,6 +189,7 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   common.ms = o.list<int>("m");
   common.weight_formats = o.list<std::string>("weight_formats");
   common.modes = o.list<std::string>("modes");
+  common.exchanges = o.list<std::string>("exchanges");  // absent: ep-step's default set
   o.read("l2", common.l2);
   o.read("allocator", common.allocator);
   bool kernel_timing = true;
@@ -260,6 +261,8 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
     RunRequest r = common;
     r.probes = probes_of[mutation];
     r.mutation = mutation;
+    // --exchange is ep-step's: a run of other probes (another mutation's) goes without it.
+    if (std::find(r.probes.begin(), r.probes.end(), "ep-step") == r.probes.end()) r.exchanges.clear();
     plan.run_descriptions.push_back(describe(r, labels));
     plan.runs.push_back(std::move(r));
   }

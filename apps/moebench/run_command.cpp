@@ -88,6 +88,11 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--weight-format", r.weight_formats, "bf16, int4 (default: both)")
       ->delimiter(',');
   run.add_option("--mode", r.modes, "eager, graph (default: both)")->delimiter(',');
+  run.add_option("--exchange", r.exchanges,
+                 "Probe ep-step: its exchanges, alltoall, sendrecv, lsa (comma-separated; default: "
+                 "alltoall where the loaded NCCL has it, and sendrecv; lsa, NCCL's device API on "
+                 "one host's GPUs, only when named)")
+      ->delimiter(',');
   run.add_option("--l2", r.l2, "cold: flush L2 before each sample; hot: don't")
       ->capture_default_str();
   run.add_option("--allocator", r.allocator,

@@ -12,6 +12,7 @@
 #include "apps/moebench/run_request.hpp"
 #include "common/errors.hpp"
 #include "engine/ep/device_list.hpp"
+#include "engine/ep/exchange_names.hpp"
 #include "engine/ep/launch_env.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/probe.hpp"
@@ -227,6 +228,10 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   o.seed = r.seed;
   o.copy_bytes = r.copy_bytes;
   o.devices = ep::parse_device_list(r.devices);
+  if (!r.exchanges.empty() && !selected(probes, "ep-step"))
+    throw UsageError("--exchange applies to probe ep-step, which this run does not include");
+  ep::validate_exchange_names(r.exchanges);
+  o.exchanges = r.exchanges;
   if (r.repeat < 1 || r.repeat > 10000)
     throw UsageError("--repeat " + std::to_string(r.repeat) + " is out of range: 1..10000");
   o.repeat = r.repeat;
@@ -300,6 +305,7 @@ nlohmann::json options_json(const RunOptions& o) {
                                            : nlohmann::json(nullptr)}};
   // Only when given: reports of unfiltered runs keep the options they always had.
   if (!o.case_filter.empty()) j["filter"] = o.case_filter;
+  if (!o.exchanges.empty()) j["exchanges"] = o.exchanges;
   return j;
 }
 
@@ -353,6 +359,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (!r.ms.empty()) a.insert(a.end(), {"--m", join(r.ms)});
   if (!r.weight_formats.empty()) a.insert(a.end(), {"--weight-format", join(r.weight_formats)});
   if (!r.modes.empty()) a.insert(a.end(), {"--mode", join(r.modes)});
+  if (!r.exchanges.empty()) a.insert(a.end(), {"--exchange", join(r.exchanges)});
   a.insert(a.end(), {"--l2", r.l2, "--allocator", r.allocator, "-o", r.output, "--format", r.format,
                      "--min-samples", num(r.min_samples), "--max-noise", num(r.max_noise_pct),
                      "--min-time", num(r.min_time_s), "--timeout", num(r.timeout_s),

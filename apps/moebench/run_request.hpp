@@ -18,6 +18,7 @@ struct RunRequest {
   std::vector<int> ms;
   std::vector<std::string> weight_formats;
   std::vector<std::string> modes;
+  std::vector<std::string> exchanges;  // probe ep-step: alltoall, sendrecv, lsa (default: per probe)
   std::string l2 = "cold";
   std::string allocator = "caching";  // the run's device allocator: caching or plain
   std::string output = "moebench-report.json";

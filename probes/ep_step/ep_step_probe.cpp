@@ -5,7 +5,8 @@
 // only after every rank's output matched the single-device CPU reference. Mode graph (--mode;
 // default eager and graph) captures the steady step once and replays it: the step's GPU time
 // and the launch's host time per rank, and the output of a replay on input the capture never
-// saw checked the same way.
+// saw checked the same way. The exchanges (--exchange): alltoall (where the loaded NCCL has it)
+// and sendrecv by default; lsa, NCCL's device API, only when named.
 #if MOEBENCH_HAVE_NCCL
 #include <algorithm>
 #include <chrono>
@@ -13,9 +14,12 @@
 
 #include "common/cuda_check.hpp"
 #include "common/cuda_event.hpp"
+#include "common/errors.hpp"
 #include "engine/captured_graph.hpp"
+#include "engine/ep/exchange_names.hpp"
 #include "engine/ep/expert_map.hpp"
 #include "engine/ep/nccl/exchange.hpp"
+#include "engine/ep/nccl/lsa_exchange.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
@@ -39,14 +43,25 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::vector<ep::ExchangeKind> exchanges() {
-  std::vector<ep::ExchangeKind> k{ep::ExchangeKind::sendrecv};
-  if (ep::nccl().AlltoAll) k.insert(k.begin(), ep::ExchangeKind::alltoall);
+// --exchange as named (validated by the CLI), else the default set. lsa stays out of that set
+// until it has passed on GPUs; named, it runs, or is refused with the reason (exit 3).
+std::vector<ep::ExchangeKind> exchanges(const RunOptions& options) {
+  std::vector<ep::ExchangeKind> k;
+  for (const std::string& name : options.exchanges) k.push_back(ep::exchange_kind_from(name));
+  if (!k.empty()) return k;
+  for (std::string_view name : ep::default_exchange_names())
+    if (name != "alltoall" || ep::nccl().AlltoAll) k.push_back(ep::exchange_kind_from(name));
   return k;
 }
 
 void ep_step_body(ep::EpWorker& w) {
   ProbeState& state = w.state();
+  const std::vector<ep::ExchangeKind> kinds = exchanges(state.options());
+  // A library that cannot run lsa is refused before anything is measured (exit 3); ranks that
+  // are not one LSA team are refused as the first lsa layer is built, on every rank at once.
+  if (std::find(kinds.begin(), kinds.end(), ep::ExchangeKind::lsa) != kinds.end())
+    if (const std::string problem = ep::lsa_library_problem(ep::nccl()); !problem.empty())
+      throw EnvironmentError("ep-step: exchange lsa: " + problem);
   Stream stream(Stream::SyncPolicy::eager);
   // The ceiling first, on the same communicator: what the exchanges are measured against.
   const ep::LinkSample ceiling =
@@ -59,7 +74,7 @@ void ep_step_body(ep::EpWorker& w) {
     const kernels::MoeDims dims = shape.dims(kernels::WeightFormat::bf16);
     const ep::ExpertMap map = ep::ExpertMap::contiguous(dims.experts, w.world());
     for (int m : ms_or_default(state, kEpTokens))
-      for (ep::ExchangeKind kind : exchanges()) {
+      for (ep::ExchangeKind kind : kinds) {
         ep::ShardedLayerConfig cfg;
         cfg.dims = dims;
         cfg.seed = derive_seed(state.options().seed, 0xE9);
@@ -128,7 +143,10 @@ void ep_step_body(ep::EpWorker& w) {
                 mine["dispatch_us"] = dispatch_us;
                 mine["compute_us"] = median(compute);
                 mine["combine_us"] = combine_us;
-                const double gbps = static_cast<double>(layer.exchanged_bytes()) / ((dispatch_us + combine_us) * 1e3);
+                // The collectives move the fixed blocks; lsa only the headers and rows in them.
+                const std::size_t moved =
+                    kind == ep::ExchangeKind::lsa ? layer.wire_bytes_sent() : layer.exchanged_bytes();
+                const double gbps = static_cast<double>(moved) / ((dispatch_us + combine_us) * 1e3);
                 mine["exchange_gbps"] = gbps;
                 mine["ceiling_bus_gbps"] = ceiling.bus_gbps;
                 mine["share_of_ceiling"] = ceiling.bus_gbps > 0 ? gbps / ceiling.bus_gbps : 0.0;

@@ -44,6 +44,7 @@ TEST_CASE("list shows every probe, shape and mutation with a description") {
   for (const moe::MutationInfo& m : moe::all_mutations())
     CHECK(r.out.find(std::string(m.name)) != std::string::npos);
   CHECK(r.out.find("deepseek-v2-lite") != std::string::npos);
+  CHECK(r.out.find("ep-step exchanges: ") != std::string::npos);  // and whether lsa was built
   CHECK(run("list shapes").code == 0);
   const Result bad = run("list colours");
   CHECK(bad.code == 2);
@@ -85,6 +86,9 @@ TEST_CASE("bad values are refused with exit 2 before any device is touched") {
       {"run copy --format yaml", "valid: table, json"},
       {"run bandwidth --peer nvblas", "--peer 'nvblas' is not valid; valid: none, cublas"},
       {"run copy --peer cublas", "--peer cublas applies to probe bandwidth, which this run does not include"},
+      {"run ep-step --exchange shm", "--exchange 'shm' is not valid; valid: alltoall, sendrecv, lsa"},
+      {"run ep-step --exchange sendrecv,sendrecv", "--exchange 'sendrecv' is given twice"},
+      {"run copy --exchange sendrecv", "--exchange applies to probe ep-step, which this run does not include"},
       {"run copy --mutation nosuch", "valid: static-resident-cache"},
       {"run copy --device -1", "--device -1"},
       {"run copy --fixtures /nonexistent", "--fixtures '/nonexistent' has no shapes/ folder"},

@@ -192,6 +192,11 @@ TEST_CASE("moebench repro --dry-run: a report reruns its probes, options and mut
   CHECK(sb.err.find("--max-layers 2") != std::string::npos);
   CHECK(sb.err.find("--no-stream-blocker") != std::string::npos);
   CHECK(sb.err.find("--barrier-reps 16") != std::string::npos);
+  // ep-step's --exchange is rerun with ep-step only: these runs of copy go without it.
+  recorded["options"]["exchanges"] = json::array({"sendrecv"});
+  const auto ex = moebench("repro", write(dir, "report-exchanges.json", recorded), "--dry-run");
+  REQUIRE(ex.exit_code == 0);
+  CHECK(ex.err.find("--exchange") == std::string::npos);
   // Every recorded case and its verdict is expected back.
   CHECK(r.out.find("copy/read/mode=read") != std::string::npos);
   CHECK(r.out.find("copy/memcpy/mode=memcpy/mutation=noop-timing-barrier") != std::string::npos);

@@ -5,12 +5,17 @@
 // captured graph on new input; the first and the captured one with each ep-compute path), a layer dropped with its step in flight keeps its receive
 // buffers from the next owner until the step ended (and under ep-free-recv-early does not),
 // and a rank that never enqueues its half makes the others' watchdog abort within the timeout.
-// Skips (77) with fewer than two GPUs or without NCCL.
+// The lsa exchange (NCCL's device API) delivers every block's header and counted rows to its
+// rank in both directions, carries the sharded layer eagerly and replayed from a graph, and its
+// barrier gives up by itself (no watchdog) when a rank never comes. Skips (77) with fewer than
+// two GPUs or without NCCL; the lsa cases say why they did not run where the loaded NCCL or
+// the GPUs cannot run it (no device API, ranks not load/store-reachable).
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,7 +26,9 @@
 #include "engine/device.hpp"
 #include "engine/device_allocator.hpp"
 #include "engine/ep/nccl/communicator.hpp"
+#include "engine/ep/lsa_window_layout.hpp"
 #include "engine/ep/nccl/exchange.hpp"
+#include "engine/ep/nccl/lsa_exchange.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
@@ -45,6 +52,9 @@ int ranks_or_skip() {
     std::printf("SKIPPED: the expert-parallel exchange needs two GPUs, this machine has %d\n", n);
     std::exit(77);
   }
+  // As the workers are started (probes/ep_common/worker_launch.cpp): NVLink multicast stays
+  // off unless the environment sets it, before the first communicator reads it.
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0);
   try {
     ep::nccl();
   } catch (const std::exception& e) {
@@ -324,6 +334,240 @@ TEST_CASE("a rank that never sends: the others' watchdog aborts within the timeo
     CHECK(errors[r].find("communicator aborted") != std::string::npos);
   }
 }
+
+#if MOEBENCH_HAVE_NCCL_DEVICE_API
+namespace {
+
+// Why the lsa cases cannot run here (empty when they can): the loaded library, or a rank's
+// refusal as it built the exchange (GPUs not all load/store-reachable, no symmetric memory).
+std::string lsa_skip_reason(const std::vector<std::string>& refusals) {
+  if (const std::string p = ep::lsa_library_problem(ep::nccl()); !p.empty()) return p;
+  for (const std::string& r : refusals)
+    if (!r.empty()) return r;
+  return {};
+}
+
+// Byte i of record `row` in the block rank `from` sends to rank `to` (never 0xEE, the filler
+// past a block's rows, which must never cross).
+unsigned char record_byte(int round, int from, int to, int row, std::size_t i) {
+  return static_cast<unsigned char>(1 + (round * 31 + from * 7 + to * 3 + row * 5 + i) % 200);
+}
+
+// Rows rank `from` dispatches to rank `to` in `round` (0 included, at most the capacity); the
+// combine returns as many.
+int rows_for(int round, int from, int to, int capacity) { return (round + from * 2 + to) % (capacity + 1); }
+
+// Rank r's send blocks on the device: block d holds rows(d) records of the pattern (and the
+// count in its header when `counted`), the rest of the block 0xEE.
+void fill_send(unsigned char* device, int world, int r, int round, std::size_t block_bytes,
+               std::size_t row_bytes, bool counted, const std::function<int(int)>& rows) {
+  std::vector<unsigned char> host(block_bytes * world, 0xEE);
+  for (int d = 0; d < world; ++d) {
+    unsigned char* block = host.data() + block_bytes * d;
+    const int n = rows(d);
+    std::memset(block, 0, ep::WireLayout::kHeaderBytes);
+    if (counted) std::memcpy(block, &n, sizeof n);
+    for (int row = 0; row < n; ++row)
+      for (std::size_t i = 0; i < row_bytes; ++i)
+        block[ep::WireLayout::kHeaderBytes + row_bytes * row + i] = record_byte(round, r, d, row, i);
+  }
+  MOE_CUDA_CHECK(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice));
+}
+
+// Rank r's receive blocks: block s must hold the rows(s) records rank s sent (and their count
+// in the header when `counted`), and none of the filler past them. Returns the wrong bytes.
+int check_received(const unsigned char* device, int world, int r, int round, std::size_t block_bytes,
+                   std::size_t row_bytes, bool counted, const std::function<int(int)>& rows) {
+  std::vector<unsigned char> host(block_bytes * world);
+  MOE_CUDA_CHECK(cudaMemcpy(host.data(), device, host.size(), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int s = 0; s < world; ++s) {
+    const unsigned char* block = host.data() + block_bytes * s;
+    const int n = rows(s);
+    int count = -1;
+    std::memcpy(&count, block, sizeof count);
+    if (counted && count != n) ++wrong;
+    for (int row = 0; row < n; ++row)
+      for (std::size_t i = 0; i < row_bytes; ++i)
+        wrong += block[ep::WireLayout::kHeaderBytes + row_bytes * row + i] != record_byte(round, s, r, row, i);
+    for (std::size_t i = ep::WireLayout::kHeaderBytes + row_bytes * n; i < block_bytes; ++i)
+      wrong += block[i] == 0xEE;
+  }
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("the lsa exchange delivers every block's header and counted rows, both ways, and nothing past them") {
+  const int world = ranks_or_skip();
+  const int capacity = 5;
+  std::vector<int> bad(world, -1);
+  std::vector<std::string> refused(world);
+  const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous&, ep::Communicator& comm) {
+    DeviceAllocator alloc;
+    Stream stream;
+    const ep::WireLayout wire = ep::make_wire_layout(64, 2, world, capacity);
+    std::unique_ptr<ep::LsaExchange> lsa;
+    try {
+      lsa = std::make_unique<ep::LsaExchange>(comm, wire, stream.handle());
+    } catch (const EnvironmentError& e) {
+      refused[r] = e.what();
+      return;
+    }
+    DeviceBuffer send = alloc.allocate(wire.dispatch_bytes()), combine_send = alloc.allocate(wire.combine_bytes());
+    bad[r] = 0;
+    // Two rounds: the second's counts differ, so its headers must be the ones that arrived.
+    for (int round = 0; round < 2; ++round) {
+      const auto sent = [&](int d) { return rows_for(round, r, d, capacity); };      // r -> d
+      const auto came = [&](int s) { return rows_for(round, s, r, capacity); };      // s -> r
+      fill_send(send.as<unsigned char>(), world, r, round, wire.dispatch_block_bytes(), wire.dispatch_row_bytes(),
+                true, sent);
+      lsa->enqueue_dispatch(send.data());
+      comm.wait(stream.handle(), "the lsa dispatch");
+      lsa->raise_if_failed();
+      bad[r] += check_received(lsa->dispatch_recv(), world, r, round, wire.dispatch_block_bytes(),
+                               wire.dispatch_row_bytes(), true, came);
+      // The return: block s carries as many rows as rank r received from s (the count in its
+      // receive block's header), and rank r gets back as many as it sent.
+      fill_send(combine_send.as<unsigned char>(), world, r, round, wire.combine_block_bytes(),
+                wire.combine_row_bytes(), false, came);
+      lsa->enqueue_combine(combine_send.data());
+      comm.wait(stream.handle(), "the lsa combine");
+      lsa->raise_if_failed();
+      bad[r] += check_received(lsa->combine_recv(), world, r, round, wire.combine_block_bytes(),
+                               wire.combine_row_bytes(), false, sent);
+    }
+    bad[r] += lsa->status() != 0;
+  });
+  if (const std::string why = lsa_skip_reason(refused); !why.empty()) {
+    MESSAGE("lsa exchange not run: " << why);
+    return;
+  }
+  for (int r = 0; r < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[r] == "");
+    CHECK(bad[r] == 0);
+  }
+}
+
+TEST_CASE("the sharded layer over the lsa exchange matches the reference, eager and replayed from a graph") {
+  const int world = ranks_or_skip();
+  kernels::MoeDims d;
+  d.hidden = 512;
+  d.inter = 256;
+  d.experts = 10;  // uneven over 3 and 4 ranks
+  d.shared = 1;
+  d.top_k = 4;
+  for (int m : {1, 8, 33}) {
+    CAPTURE(m);
+    std::vector<std::string> failures(world), refused(world);
+    const auto errors = on_ranks(world, 30s, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+      DeviceAllocator alloc;
+      Stream stream;
+      ep::ShardedLayerConfig cfg;
+      cfg.dims = d;
+      cfg.seed = 177 + m;
+      cfg.m = m;
+      cfg.exchange = ep::ExchangeKind::lsa;
+      std::unique_ptr<ep::ShardedLayer> layer;
+      try {
+        layer = std::make_unique<ep::ShardedLayer>(cfg, ep::ExpertMap::contiguous(d.experts, world), comm, rv, alloc,
+                                                   stream.handle());
+      } catch (const EnvironmentError& e) {
+        refused[r] = e.what();
+        return;
+      }
+      layer->generate_input(r * m);
+      for (int step = 0; step < 3; ++step) {
+        layer->enqueue_step(step == 2);
+        layer->finish("an lsa step");
+      }
+      ep::RankOutputCheck c = ep::check_rank_output(d, cfg.seed, layer->input_host(), layer->output_host(), m, m);
+      if (!c.passed) failures[r] += "eager: " + c.detail + "; ";
+      // Fewer tokens on one step: the headers' counts, not the previous step's, are read.
+      if (m > 1) {
+        layer->enqueue_step(false, 1);
+        layer->finish("an lsa step of one token");
+        const std::vector<float> x = layer->input_host(), out = layer->output_host();
+        c = ep::check_rank_output(d, cfg.seed, {x.begin(), x.begin() + d.hidden}, {out.begin(), out.begin() + d.hidden},
+                                  1, 1);
+        if (!c.passed) failures[r] += "one token: " + c.detail + "; ";
+      }
+      CapturedGraph graph(stream, [&] { layer->enqueue_step(); });
+      if (graph.nodes() == 0) failures[r] += "the graph captured no nodes; ";
+      layer->generate_input((world + r) * m);  // input the capture never saw
+      for (int i = 0; i < 3; ++i) {
+        graph.replay(stream);
+        layer->finish("an lsa replay");
+      }
+      c = ep::check_rank_output(d, cfg.seed, layer->input_host(), layer->output_host(), m, m);
+      if (!c.passed) failures[r] += "replayed: " + c.detail + "; ";
+    });
+    if (const std::string why = lsa_skip_reason(refused); !why.empty()) {
+      MESSAGE("lsa exchange not run: " << why);
+      return;
+    }
+    for (int r = 0; r < world; ++r) {
+      CAPTURE(r);
+      CHECK(errors[r] == "");
+      CHECK(failures[r] == "");
+    }
+  }
+}
+
+TEST_CASE("a rank that never reaches the lsa exchange: the others' barrier gives up by itself and the error names the rank") {
+  const int world = ranks_or_skip();
+  const auto timeout = 4s;
+  std::vector<std::string> refused(world), raised(world);
+  std::vector<unsigned> status(world, 0);
+  std::vector<double> seconds(world, 0);
+  const auto errors = on_ranks(world, timeout, [&](int r, ep::Rendezvous& rv, ep::Communicator& comm) {
+    Stream stream;
+    DeviceAllocator alloc;
+    const ep::WireLayout wire = ep::make_wire_layout(64, 2, world, 4);
+    std::unique_ptr<ep::LsaExchange> lsa;
+    try {
+      lsa = std::make_unique<ep::LsaExchange>(comm, wire, stream.handle());
+    } catch (const EnvironmentError& e) {
+      refused[r] = e.what();
+      return;
+    }
+    DeviceBuffer send = alloc.allocate(wire.dispatch_bytes());
+    MOE_CUDA_CHECK(cudaMemset(send.data(), 0, send.bytes()));
+    if (r != world - 1) {  // the last rank built its window, then never takes part
+      const auto t0 = std::chrono::steady_clock::now();
+      lsa->enqueue_dispatch(send.data());
+      // No watchdog: the device's own deadline must end the kernel (polled, with a bound of
+      // three timeouts so that a barrier that never gives up fails the check, not the run).
+      cudaError_t q = cudaStreamQuery(stream.handle());
+      while (q == cudaErrorNotReady && std::chrono::steady_clock::now() - t0 < 3 * timeout) {
+        std::this_thread::sleep_for(1ms);
+        q = cudaStreamQuery(stream.handle());
+      }
+      MOE_CUDA_CHECK(q);
+      seconds[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      status[r] = lsa->status();
+      try {
+        lsa->raise_if_failed();
+      } catch (const std::exception& e) {
+        raised[r] = e.what();
+      }
+    }
+    rv.all_gather("done");  // the silent rank keeps its window until the others gave up
+  });
+  if (const std::string why = lsa_skip_reason(refused); !why.empty()) {
+    MESSAGE("lsa exchange not run: " << why);
+    return;
+  }
+  for (int r = 0; r + 1 < world; ++r) {
+    CAPTURE(r);
+    CHECK(errors[r] == "");
+    CHECK((status[r] & ep::kLsaEntryTimeout) != 0);
+    CHECK(seconds[r] < 3 * std::chrono::duration<double>(timeout).count());
+    CHECK(raised[r].find("rank " + std::to_string(r) + ": exchange lsa: a peer rank did not reach") == 0);
+  }
+}
+#endif
 
 #else
 TEST_CASE("built without NCCL") {

@@ -25,6 +25,7 @@ class Communicator {
   ncclComm_t get() const { return comm_; }
   int rank() const { return rank_; }
   int world() const { return world_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
   // After a group of enqueued calls: waits out ncclInProgress, raises any asynchronous error.
   void settle(const std::string& what);

@@ -1,18 +1,25 @@
 #include "engine/ep/nccl/exchange.hpp"
 
 #include "common/errors.hpp"
+#include "engine/ep/exchange_names.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
 
 namespace moe::ep {
 
 std::string_view to_string(ExchangeKind k) {
-  return k == ExchangeKind::alltoall ? "alltoall" : "sendrecv";
+  switch (k) {
+    case ExchangeKind::alltoall: return "alltoall";
+    case ExchangeKind::sendrecv: return "sendrecv";
+    case ExchangeKind::lsa: return "lsa";
+  }
+  return "?";
 }
 
 ExchangeKind exchange_kind_from(std::string_view name) {
+  validate_exchange_names({std::string(name)});
   if (name == "alltoall") return ExchangeKind::alltoall;
   if (name == "sendrecv") return ExchangeKind::sendrecv;
-  throw UsageError("unknown exchange '" + std::string(name) + "'; valid: alltoall, sendrecv");
+  return ExchangeKind::lsa;
 }
 
 ExchangeKind default_exchange_kind() {
@@ -21,6 +28,9 @@ ExchangeKind default_exchange_kind() {
 
 void enqueue_exchange(Communicator& comm, ExchangeKind kind, const void* send, void* recv,
                       std::size_t block_bytes, cudaStream_t stream) {
+  if (kind == ExchangeKind::lsa)
+    throw UsageError("exchange lsa moves blocks into its own symmetric window (LsaExchange), "
+                     "not between arbitrary buffers");
   const NcclApi& api = nccl();
   if (kind == ExchangeKind::alltoall) {
     if (!api.AlltoAll)

@@ -44,6 +44,12 @@ NcclApi load() {
   bind(lib, "ncclSend", api.Send, true);
   bind(lib, "ncclRecv", api.Recv, true);
   bind(lib, "ncclAlltoAll", api.AlltoAll, false);
+  bind(lib, "ncclMemAlloc", api.MemAlloc, false);
+  bind(lib, "ncclMemFree", api.MemFree, false);
+  bind(lib, "ncclCommWindowRegister", api.CommWindowRegister, false);
+  bind(lib, "ncclCommWindowDeregister", api.CommWindowDeregister, false);
+  bind(lib, "ncclDevCommCreate", api.DevCommCreate, false);
+  bind(lib, "ncclDevCommDestroy", api.DevCommDestroy, false);
   if (api.GetVersion(&api.version) != ncclSuccess)
     throw EnvironmentError("libnccl.so.2: ncclGetVersion failed");
   return api;

@@ -6,6 +6,12 @@
 
 #include <string>
 
+// The device API's types, declared here so the table builds against any nccl.h (2.14+); the
+// LSA exchange includes nccl_device.h for their definitions (engine/ep/nccl/lsa_exchange.cpp).
+struct ncclWindow_vidmem;
+struct ncclDevComm;
+struct ncclDevCommRequirements;
+
 namespace moe::ep {
 
 struct NcclApi {
@@ -25,6 +31,13 @@ struct NcclApi {
   // Null before NCCL 2.28: the exchange then uses grouped Send/Recv.
   ncclResult_t (*AlltoAll)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
                            cudaStream_t) = nullptr;
+  // The device API (NCCL 2.28+), used only by the LSA exchange; null when the library lacks it.
+  ncclResult_t (*MemAlloc)(void**, size_t) = nullptr;
+  ncclResult_t (*MemFree)(void*) = nullptr;
+  ncclResult_t (*CommWindowRegister)(ncclComm_t, void*, size_t, ncclWindow_vidmem**, int) = nullptr;
+  ncclResult_t (*CommWindowDeregister)(ncclComm_t, ncclWindow_vidmem*) = nullptr;
+  ncclResult_t (*DevCommCreate)(ncclComm_t, const ncclDevCommRequirements*, ncclDevComm*) = nullptr;
+  ncclResult_t (*DevCommDestroy)(ncclComm_t, const ncclDevComm*) = nullptr;
   int version = 0;  // ncclGetVersion's code, e.g. 22803 for 2.28.3
 };
 

@@ -76,18 +76,30 @@ ShardedLayer::ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& ma
   row_of_ = allocator_.allocate(sizeof(int) * m * comm.world());
   status_ = allocator_.allocate(sizeof(unsigned));
   previous_counts_ = allocator_.allocate(sizeof(int) * comm.world());
+  const bool lsa = config_.exchange == ExchangeKind::lsa;
   send_ = allocator_.allocate(wire_.dispatch_bytes());
-  recv_ = allocator_.allocate(wire_.dispatch_bytes());
+  if (!lsa) recv_blocks_ = allocator_.allocate(wire_.dispatch_bytes());
   combine_send_ = allocator_.allocate(wire_.combine_bytes());
-  combine_recv_ = allocator_.allocate(wire_.combine_bytes());
-  if (config_.options.ep_compute == kernels::EpCompute::grouped)
-    grouped_ = allocator_.allocate(kernels::ep::grouped_rows_layout(d, wire_.geometry(), local_experts()).total);
+  if (!lsa) combine_recv_blocks_ = allocator_.allocate(wire_.combine_bytes());
+  if (lsa) {
+    // Collective, like the handshake: the receive buffers are the window every rank registers
+    // (cleared by it).
+    lsa_ = std::make_unique<LsaExchange>(comm_, wire_, stream_);
+    recv_ = {lsa_->dispatch_recv()};
+    combine_recv_ = {lsa_->combine_recv()};
+  } else {
+    recv_ = {recv_blocks_.as<unsigned char>()};
+    combine_recv_ = {combine_recv_blocks_.as<unsigned char>()};
+  }
   // Zeroed once: headers of blocks nobody writes stay valid (count 0) and stale bytes are 0.
-  for (DeviceBuffer* b : {&send_, &recv_, &combine_send_, &combine_recv_, &status_, &previous_counts_})
-    MOE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream_));
-  // The batch's rows of places without a record are never written; a GEMM's padded lanes may
-  // read one (their results unused): zeros, never uninitialised memory.
-  if (grouped_) MOE_CUDA_CHECK(cudaMemsetAsync(grouped_.data(), 0, grouped_.bytes(), stream_));
+  for (DeviceBuffer* b : {&send_, &recv_blocks_, &combine_send_, &combine_recv_blocks_, &status_, &previous_counts_})
+    if (*b) MOE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream_));
+  if (config_.options.ep_compute == kernels::EpCompute::grouped) {
+    grouped_ = allocator_.allocate(kernels::ep::grouped_rows_layout(d, wire_.geometry(), local_experts()).total);
+    // The batch's rows of places without a record are never written; a GEMM's padded lanes may
+    // read one (their results unused): zeros, never uninitialised memory.
+    MOE_CUDA_CHECK(cudaMemsetAsync(grouped_.data(), 0, grouped_.bytes(), stream_));
+  }
   for (cudaEvent_t& e : events_) MOE_CUDA_CHECK(cudaEventCreate(&e));
   comm_.wait(stream_, "building the sharded layer");
 }
@@ -101,11 +113,11 @@ ShardedLayer::~ShardedLayer() {
   DeviceBuffer* owned[] = {&router_, &gate_up_table_, &down_table_, &shared_gate_up_table_,
                            &shared_down_table_, &owner_, &local_index_, &scratch_, &x_, &out_,
                            &shared_out_, &row_of_, &status_, &grouped_, &previous_counts_, &send_,
-                           &combine_send_, &recv_, &combine_recv_};
+                           &combine_send_, &recv_blocks_, &combine_recv_blocks_};
   if (mutation_active(Mutation::ep_free_recv_early)) {
     // The bug: the receive buffers go back at once, while the exchange may still write them.
-    recv_.reset();
-    combine_recv_.reset();
+    recv_blocks_.reset();
+    combine_recv_blocks_.reset();
   }
   for (DeviceBuffer* b : owned)
     if (*b) buffers.push_back(std::move(*b));
@@ -167,7 +179,10 @@ void ShardedLayer::enqueue_step(bool timed, int active) {
   pack.row_of = row_of_.as<int>();
   pack.status = status_.as<unsigned>();
   kernels::ep::enqueue_pack_dispatch(pack, stream_);
-  enqueue_exchange(comm_, config_.exchange, send_.data(), recv_.data(), wire_.dispatch_block_bytes(), stream_);
+  if (lsa_)
+    lsa_->enqueue_dispatch(send_.data());
+  else
+    enqueue_exchange(comm_, config_.exchange, send_.data(), recv_.data(), wire_.dispatch_block_bytes(), stream_);
   mark(2);
 
   const bool reuse_counts = mutation_active(Mutation::ep_reuse_counts);
@@ -214,8 +229,11 @@ void ShardedLayer::enqueue_step(bool timed, int active) {
   kernels::ep::enqueue_shared_rows(shared, stream_);
   mark(3);
 
-  enqueue_exchange(comm_, config_.exchange, combine_send_.data(), combine_recv_.data(),
-                   wire_.combine_block_bytes(), stream_);
+  if (lsa_)
+    lsa_->enqueue_combine(combine_send_.data());
+  else
+    enqueue_exchange(comm_, config_.exchange, combine_send_.data(), combine_recv_.data(),
+                     wire_.combine_block_bytes(), stream_);
   kernels::ep::CombineArgs combine;
   combine.wire = g;
   combine.m = n;
@@ -229,6 +247,7 @@ void ShardedLayer::enqueue_step(bool timed, int active) {
 
 StepTimes ShardedLayer::finish(const std::string& what) {
   comm_.wait(stream_, what);
+  if (lsa_) lsa_->raise_if_failed();  // a barrier that gave up leaves the stream idle
   unsigned status = 0;
   MOE_CUDA_CHECK(cudaMemcpy(&status, status_.data(), sizeof status, cudaMemcpyDeviceToHost));
   if (status & kernels::ep::kCapacityOverflow)

@@ -14,12 +14,14 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/device_allocator.hpp"
 #include "engine/ep/expert_map.hpp"
 #include "engine/ep/nccl/communicator.hpp"
 #include "engine/ep/nccl/exchange.hpp"
+#include "engine/ep/nccl/lsa_exchange.hpp"
 #include "engine/ep/rendezvous.hpp"
 #include "engine/ep/wire_layout.hpp"
 #include "kernels/ep/ep_kernels.hpp"
@@ -50,6 +52,8 @@ class ShardedLayer {
                Rendezvous& rendezvous, DeviceAllocator& allocator, cudaStream_t stream);
   // Returns at once, also with a step in flight: the buffers go back to the allocator
   // stream-ordered (DeviceAllocator::release_after), once the stream's work has finished.
+  // With the lsa exchange the window's release waits for the stream first, bounded by twice
+  // the timeout (LsaExchange's destructor).
   ~ShardedLayer();
   ShardedLayer(const ShardedLayer&) = delete;
   ShardedLayer& operator=(const ShardedLayer&) = delete;
@@ -89,7 +93,17 @@ class ShardedLayer {
   DeviceBuffer router_, gate_up_table_, down_table_, shared_gate_up_table_, shared_down_table_;
   DeviceBuffer owner_, local_index_, scratch_, x_, out_, shared_out_, row_of_, status_;
   DeviceBuffer grouped_;  // the grouped path's scratch (kernels::ep::grouped_rows_layout), else empty
-  DeviceBuffer send_, recv_, combine_send_, combine_recv_;
+  // The receive buffers as the step reads them: the allocator's blocks below for the NCCL
+  // collectives, the symmetric window of lsa_ for the lsa exchange.
+  struct ReceiveBuffer {
+    unsigned char* ptr = nullptr;
+    void* data() const { return ptr; }
+    template <class T>
+    T* as() const { return reinterpret_cast<T*>(ptr); }
+  };
+  DeviceBuffer send_, recv_blocks_, combine_send_, combine_recv_blocks_;
+  ReceiveBuffer recv_, combine_recv_;
+  std::unique_ptr<LsaExchange> lsa_;  // the lsa exchange's window and device communicator
   DeviceBuffer previous_counts_;  // [ranks]: read only under the mutation ep-reuse-counts
   std::size_t scratch_bytes_ = 0;
   cudaEvent_t events_[5] = {};
