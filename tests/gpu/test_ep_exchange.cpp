@@ -46,6 +46,17 @@ using namespace std::chrono_literals;
 namespace {
 
 // Skips the whole executable, as gpu_main does without a GPU.
+// The sharded layer's test shape: 10 experts, uneven over 3 and 4 ranks, and a shared expert.
+kernels::MoeDims sharded_test_dims() {
+  kernels::MoeDims d;
+  d.hidden = 512;
+  d.inter = 256;
+  d.experts = 10;
+  d.shared = 1;
+  d.top_k = 4;
+  return d;
+}
+
 int ranks_or_skip() {
   const int n = Device::count();
   if (n < 2) {
@@ -130,12 +141,7 @@ TEST_CASE("both exchanges deliver block d of every rank to rank d") {
 
 TEST_CASE("the sharded layer on every rank matches the single-device CPU reference") {
   const int world = ranks_or_skip();
-  kernels::MoeDims d;
-  d.hidden = 512;
-  d.inter = 256;
-  d.experts = 10;  // uneven over 3 and 4 ranks
-  d.shared = 1;
-  d.top_k = 4;
+  const kernels::MoeDims d = sharded_test_dims();
   for (kernels::EpCompute compute : {kernels::EpCompute::rows, kernels::EpCompute::grouped})
   for (int m : {1, 8, 33}) {
     CAPTURE(static_cast<int>(compute));
@@ -452,12 +458,7 @@ TEST_CASE("the lsa exchange delivers every block's header and counted rows, both
 
 TEST_CASE("the sharded layer over the lsa exchange matches the reference, eager and replayed from a graph") {
   const int world = ranks_or_skip();
-  kernels::MoeDims d;
-  d.hidden = 512;
-  d.inter = 256;
-  d.experts = 10;  // uneven over 3 and 4 ranks
-  d.shared = 1;
-  d.top_k = 4;
+  const kernels::MoeDims d = sharded_test_dims();
   for (int m : {1, 8, 33}) {
     CAPTURE(m);
     std::vector<std::string> failures(world), refused(world);

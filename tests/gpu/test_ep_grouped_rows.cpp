@@ -29,6 +29,7 @@
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/forward.hpp"
 #include "kernels/moe/generate.hpp"
+#include "support/device_transfer.hpp"
 #include "support/gpu_test.hpp"
 
 using namespace moe;
@@ -46,19 +47,8 @@ std::uint64_t test_seed() {
   return s;
 }
 
-template <class T>
-DeviceBuffer upload(DeviceAllocator& a, const std::vector<T>& v) {
-  DeviceBuffer b = a.allocate(sizeof(T) * std::max<std::size_t>(v.size(), 1));
-  MOE_CUDA_CHECK(cudaMemcpy(b.data(), v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
-  return b;
-}
-
-template <class T>
-std::vector<T> download(const void* src, std::size_t n) {
-  std::vector<T> v(n);
-  if (n) MOE_CUDA_CHECK(cudaMemcpy(v.data(), src, sizeof(T) * n, cudaMemcpyDeviceToHost));
-  return v;
-}
+using test::download;
+using test::upload;
 
 kernels::MoeDims test_dims(kernels::WeightFormat format) {
   kernels::MoeDims d;

@@ -23,6 +23,7 @@
 #include "kernels/moe/forward.hpp"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/generate.hpp"
+#include "support/device_transfer.hpp"
 #include "support/gpu_test.hpp"
 
 using namespace moe;
@@ -40,19 +41,8 @@ kernels::MoeDims test_dims(int shared) {
   return d;
 }
 
-template <class T>
-DeviceBuffer upload(DeviceAllocator& a, const std::vector<T>& v) {
-  DeviceBuffer b = a.allocate(sizeof(T) * std::max<std::size_t>(v.size(), 1));
-  MOE_CUDA_CHECK(cudaMemcpy(b.data(), v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
-  return b;
-}
-
-template <class T>
-std::vector<T> download(const DeviceBuffer& b, std::size_t n) {
-  std::vector<T> v(n);
-  MOE_CUDA_CHECK(cudaMemcpy(v.data(), b.data(), sizeof(T) * n, cudaMemcpyDeviceToHost));
-  return v;
-}
+using test::download;
+using test::upload;
 
 // bf16 tokens [m, H] from the generator's input rows first..first+m-1 (floats and bits).
 std::vector<float> tokens(const kernels::MoeDims& d, std::uint64_t seed, int first, int m) {
