@@ -135,6 +135,8 @@ empty shape	run --shape ''
 --repeat 1000000000	run --repeat 1000000000
 --filter no match	run bandwidth --filter no-such-case
 --filter bad regex	run --filter [
+--exchange unknown	run ep-step --exchange nosuch
+--exchange without ep-step	run bandwidth --exchange lsa
 --engines 0	run two-engine --engines 0
 --engines 1	run two-engine --engines 1
 --engines -1	run two-engine --engines -1
