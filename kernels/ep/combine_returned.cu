@@ -1,6 +1,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/ep/ep_kernels.hpp"
 #include "kernels/moe/device_math.cuh"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels::ep {
 
@@ -24,6 +25,10 @@ __global__ void combine_returned_kernel(CombineArgs a) {
 }
 
 }  // namespace
+
+void preload_combine_returned_kernel() {
+  detail::load_kernel(combine_returned_kernel, "combine_returned_kernel");
+}
 
 void enqueue_combine_returned(const CombineArgs& a, cudaStream_t stream) {
   if (a.m < 1) return;

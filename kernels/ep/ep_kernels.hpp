@@ -49,6 +49,13 @@ struct PackArgs {
 // and records. Rows over the capacity are dropped and raise kCapacityOverflow. ranks <= 32.
 void enqueue_pack_dispatch(const PackArgs& args, cudaStream_t stream);
 
+// Each file's kernels loaded on the current device now, so a step's first launch of one never
+// waits for the device's work in flight (kernels/moe/launch.cuh, load_kernel).
+void preload_pack_dispatch_kernels();
+void preload_expert_rows_kernels();    // the received rows' and the shared rows' kernels
+void preload_grouped_rows_kernels();
+void preload_combine_returned_kernel();
+
 struct ExpertRowsArgs {
   WireGeometry wire;
   MoeDims dims;                        // hidden, inter (format bf16)

@@ -3,6 +3,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/ep/ep_kernels.hpp"
 #include "kernels/moe/device_math.cuh"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels::ep {
 
@@ -108,6 +109,11 @@ void allow_smem(Kernel k, std::size_t bytes) {
 }
 
 }  // namespace
+
+void preload_expert_rows_kernels() {
+  detail::load_kernel(expert_rows_kernel, "expert_rows_kernel");
+  detail::load_kernel(shared_rows_kernel, "shared_rows_kernel");
+}
 
 void enqueue_expert_rows(const ExpertRowsArgs& a, cudaStream_t stream) {
   check_dims(a.dims);

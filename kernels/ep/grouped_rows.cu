@@ -10,6 +10,7 @@
 #include "kernels/ep/ep_kernels.hpp"
 #include "kernels/ep/received_grouping.hpp"
 #include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels::ep {
 
@@ -215,6 +216,12 @@ __global__ void __launch_bounds__(kCombineThreads) combine_rows_kernel(CombineRo
 }
 
 }  // namespace
+
+void preload_grouped_rows_kernels() {
+  detail::load_kernel(unpack_records_kernel, "unpack_records_kernel");
+  detail::load_kernel(group_received_kernel, "group_received_kernel");
+  detail::load_kernel(combine_rows_kernel, "combine_rows_kernel");
+}
 
 GroupedRowsLayout grouped_rows_layout(const MoeDims& layer, const WireGeometry& wire, int local_experts) {
   GroupedRowsLayout l;

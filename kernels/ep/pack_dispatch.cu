@@ -2,6 +2,7 @@
 
 #include "common/cuda_check.hpp"
 #include "kernels/ep/ep_kernels.hpp"
+#include "kernels/moe/launch.cuh"
 
 namespace moe::kernels::ep {
 
@@ -86,6 +87,11 @@ __global__ void write_records_kernel(PackArgs a) {
 }
 
 }  // namespace
+
+void preload_pack_dispatch_kernels() {
+  detail::load_kernel(plan_dispatch_kernel, "plan_dispatch_kernel");
+  detail::load_kernel(write_records_kernel, "write_records_kernel");
+}
 
 void enqueue_pack_dispatch(const PackArgs& a, cudaStream_t stream) {
   if (a.wire.ranks < 1 || a.wire.ranks > kMaxRanks)

@@ -70,6 +70,11 @@ __global__ void __launch_bounds__(kThreads) lsa_copy_kernel(ncclDevComm comm, nc
 
 }  // namespace
 
+void preload_lsa_copy_kernel() {
+  cudaFuncAttributes attributes{};
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, lsa_copy_kernel));
+}
+
 void enqueue_lsa_copy(const ncclDevComm& comm, ncclWindow_t window, const LsaCopyArgs& a,
                       cudaStream_t stream) {
   lsa_copy_kernel<<<kLsaCopyCtas, kThreads, 0, stream>>>(comm, window, a);

@@ -42,4 +42,7 @@ struct LsaCopyArgs {
 void enqueue_lsa_copy(const ncclDevComm& comm, ncclWindow_t window, const LsaCopyArgs& args,
                       cudaStream_t stream);
 
+// Loads the copy kernel now: a lazy load at the first step could wait for the work in flight.
+void preload_lsa_copy_kernel();
+
 }  // namespace moe::ep

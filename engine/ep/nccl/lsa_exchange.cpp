@@ -99,6 +99,7 @@ LsaExchange::LsaExchange(Communicator& comm, const WireLayout& wire, cudaStream_
   const NcclApi& api = nccl();
   if (const std::string problem = lsa_library_problem(api); !problem.empty())
     throw EnvironmentError("exchange lsa: " + problem);
+  preload_lsa_copy_kernel();
   // One LSA barrier a copy CTA; no multimem (NVLink multicast stays off).
   ncclDevCommRequirements reqs{};
   reqs.lsaMultimem = false;

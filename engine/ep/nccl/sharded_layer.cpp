@@ -15,6 +15,16 @@ namespace moe::ep {
 
 namespace {
 
+// Every kernel a step can launch, loaded before the first step (ForwardOptions::preload_kernels:
+// a first launch may otherwise wait for the work in flight, the exchange's included).
+void preload_step_kernels(const kernels::MoeDims& d, const kernels::ForwardOptions& options) {
+  kernels::preload_forward_kernels(d, options);  // the route, and the grouped path's GEMMs
+  kernels::ep::preload_pack_dispatch_kernels();
+  kernels::ep::preload_expert_rows_kernels();
+  if (options.ep_compute == kernels::EpCompute::grouped) kernels::ep::preload_grouped_rows_kernels();
+  kernels::ep::preload_combine_returned_kernel();
+}
+
 template <class T>
 DeviceBuffer upload(DeviceAllocator& alloc, const std::vector<T>& host, cudaStream_t stream) {
   DeviceBuffer b = alloc.allocate(sizeof(T) * std::max<std::size_t>(host.size(), 1));
@@ -40,6 +50,7 @@ ShardedLayer::ShardedLayer(const ShardedLayerConfig& config, const ExpertMap& ma
                      " experts");
   // Before any memory is committed: ranks that disagree would compute other experts' rows.
   if (!config_.skip_map_handshake) agree_on_expert_map(rendezvous, map);
+  if (config_.options.preload_kernels) preload_step_kernels(d, config_.options);
 
   router_ = allocator_.allocate(kernels::router_bytes(d));
   kernels::generate_router(d, config_.seed, router_.as<__nv_bfloat16>(), stream_);
