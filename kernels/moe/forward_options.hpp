@@ -34,7 +34,7 @@ enum class GemmFamily : int { automatic, legacy, mma };
 // it received: rows, the per-row SIMT kernel (kernels/ep/expert_rows.cu, bf16), or grouped: the
 // records grouped by expert into the route stage's outputs and run through the gate_up and down
 // stages above, on the family gemm and M = ranks * capacity select (kernels/ep/grouped_rows.cu).
-// rows stays the default until the grouped path has passed its GPU tests on a GPU.
+// rows stays the default until ep-step on two GPUs or more says grouped is faster.
 enum class EpCompute : int { rows, grouped };
 
 struct ForwardOptions {

@@ -54,10 +54,12 @@ void run_scratch_regrow_probe(ProbeState& state) {
       DeviceBuffer x, out;
       std::unique_ptr<CudaEvent> done;
     };
+    // The other request's kernel loaded now: a lazy load at its first launch, after the first
+    // regrow, may wait for the pending call and so hide the bug.
+    kernels::preload_interference_kernels();
     // Warm-up at the first M, drained: the first forward allocates the scratch (draining a
     // stream whose sleep it waits out) and builds the resident tables, so the schedule's first
     // call, like every call after a regrow, stays queued behind its own sleep.
-    kernels::preload_interference_kernels();
     {
       const int m0 = schedule.front();
       const std::size_t elements = static_cast<std::size_t>(m0) * shape.hidden;
