@@ -157,10 +157,10 @@ bool runs_mma_gemm(const MoeForwardArgs& a) {
 
 void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options) {
   preload_route_kernels();
-  // At kMmaAutoMinTokens the rule runs the family if it ever does for this layer.
-  if (runs_mma_gemm(options, dims.format, kMmaAutoMinTokens, dims.scale_input, current_device_sm()))
-    preload_mma_kernels(dims.format);
-  if (options.gemm != GemmFamily::mma) {
+  const ExpertGemmFamilies families =
+      expert_gemm_families(options, dims.format, dims.scale_input, current_device_sm());
+  if (families.mma) preload_mma_kernels(dims.format);
+  if (families.legacy) {
     preload_decode_kernels(dims.format);
     preload_tensor_core_kernels(dims.format);
   }

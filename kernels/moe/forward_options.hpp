@@ -94,4 +94,17 @@ constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m
          m <= kMmaAutoMaxTokens;
 }
 
+// The expert GEMM families a layer's forward can run at some M: what preload_forward_kernels
+// loads (forward.hpp). legacy: the decode kernels and the tensor-core tiles.
+struct ExpertGemmFamilies {
+  bool mma = false;
+  bool legacy = false;
+  bool operator==(const ExpertGemmFamilies&) const = default;
+};
+constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, WeightFormat format, bool scale_input,
+                                                  int sm) {
+  // At kMmaAutoMinTokens the rule runs the family if it ever does for this layer.
+  return {runs_mma_gemm(o, format, kMmaAutoMinTokens, scale_input, sm), o.gemm != GemmFamily::mma};
+}
+
 }  // namespace moe::kernels

@@ -120,6 +120,35 @@ TEST_CASE("gemm=auto runs the mma family for bf16 from 8 to 16 tokens on sm_80+,
   }
 }
 
+TEST_CASE("a layer preloads exactly the expert GEMM families its forward can run at some M") {
+  using moe::kernels::ExpertGemmFamilies;
+  using moe::kernels::GemmFamily;
+  using moe::kernels::WeightFormat;
+  using moe::kernels::expert_gemm_families;
+  moe::kernels::ForwardOptions o;  // gemm=auto
+  // Each family is preloaded iff some M in 1..512 runs it (runs_mma_gemm, the path by M).
+  for (GemmFamily g : {GemmFamily::automatic, GemmFamily::legacy, GemmFamily::mma})
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4})
+      for (bool scaled : {false, true})
+        for (int sm : {75, 90}) {
+          o.gemm = g;
+          CAPTURE(static_cast<int>(g));
+          CAPTURE(static_cast<int>(f));
+          CAPTURE(scaled);
+          CAPTURE(sm);
+          bool any_mma = false, any_legacy = false;
+          for (int m = 1; m <= 512; ++m) {
+            const bool mma = moe::kernels::runs_mma_gemm(o, f, m, scaled, sm);
+            any_mma |= mma;
+            any_legacy |= !mma;
+          }
+          CHECK(expert_gemm_families(o, f, scaled, sm) == ExpertGemmFamilies{any_mma, any_legacy});
+        }
+  o.gemm = GemmFamily::automatic;
+  CHECK(expert_gemm_families(o, WeightFormat::bf16, false, 90) == ExpertGemmFamilies{true, true});
+  CHECK(expert_gemm_families(o, WeightFormat::int4, false, 90) == ExpertGemmFamilies{false, true});
+}
+
 TEST_CASE("bad names and values are refused, naming the valid ones") {
   EngineOptions o;
   CHECK_THROWS_WITH_AS(o.assign("pdl", "--switch"), doctest::Contains("NAME=VALUE"), moe::UsageError);
