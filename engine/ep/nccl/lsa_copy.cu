@@ -14,8 +14,8 @@ __device__ std::uint64_t global_ns() {
   return t;
 }
 
-// ncclLsaBarrierSession::wait with a deadline: the same inbox words and epoch (so the session
-// stays in step with NCCL's own arrive and its destructor), but a peer that never arrives ends
+// ncclLsaBarrierSession::wait with a deadline: the same inbox words and epoch (so the barrier
+// object stays in step with NCCL's own arrive and its destructor), but a peer that never arrives ends
 // the wait at `deadline` instead of spinning forever. True on every thread when all arrived.
 __device__ bool wait_until(ncclLsaBarrierSession<ncclCoopCta>& bar, std::uint64_t deadline) {
   bool arrived = true;
