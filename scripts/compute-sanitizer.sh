@@ -17,9 +17,9 @@
 #                                   model shapes; see below)
 #   MOE_TEST_M                      M values of test_moe_kernels' forward tests (default here
 #                                   1,2,3,5,64: every kernel instantiation, a fifth of the cases)
-#   MOE_TEST_SHAPES                 shape names the route comparisons of test_moe_kernels keep
-#                                   (default all; racecheck of a model shape takes minutes, so
-#                                   run one shape a job)
+#   MOE_TEST_SHAPES                 shape names the route comparisons of test_moe_kernels and
+#                                   test_stages_probe's cases keep (default all; racecheck of a
+#                                   model shape takes minutes, so run one shape a job)
 #   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
 #   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
 #                                   `moebench list`); "suite" runs them all in one `moebench run`;

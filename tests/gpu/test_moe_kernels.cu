@@ -67,6 +67,7 @@
 #include "kernels/moe/int4_mma_layout.hpp"
 #include "kernels/moe/reference.hpp"
 #include "support/gpu_test.hpp"
+#include "support/test_env.hpp"
 
 using namespace moe::kernels;
 
@@ -189,28 +190,10 @@ std::vector<Shape> model_shapes() {
           {"deepseek-v3", make_dims(7168, 2048, 256, 8, 1)}};
 }
 
-// A list of M from the environment variable `name` ("1,4,64"), or `fallback` when unset.
-std::vector<int> ms_from_env(const char* name, std::vector<int> fallback) {
-  const char* env = std::getenv(name);
-  if (!env || !*env) return fallback;
-  std::vector<int> v;
-  std::istringstream list(env);
-  for (std::string item; std::getline(list, item, ',');) {
-    char* end = nullptr;
-    const long m = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end || m < 1 || m > 65536) {
-      std::fprintf(stderr, "%s='%s': '%s' is not a whole number 1..65536\n", name, env, item.c_str());
-      std::exit(2);
-    }
-    v.push_back(static_cast<int>(m));
-  }
-  return v;
-}
-
 // The M of the forward tests: every decode token count, the tensor-core crossover and beyond,
 // or MOE_TEST_M's list.
 const std::vector<int>& test_ms() {
-  static const std::vector<int> ms = ms_from_env("MOE_TEST_M", {1, 2, 3, 4, 5, 8, 16, 33, 64, 256, 1024});
+  static const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 2, 3, 4, 5, 8, 16, 33, 64, 256, 1024});
   return ms;
 }
 
@@ -828,22 +811,12 @@ bool mma_supported() {
 }
 
 // MOE_TEST_SHAPES=a,b keeps those names of `all` only (compute-sanitizer runs one model shape at
-// a time: racecheck takes minutes per shape); unset, all of them. An unknown name is exit 2.
-std::vector<Shape> shapes_from_env(std::vector<Shape> all) {
-  const char* env = std::getenv("MOE_TEST_SHAPES");
-  if (!env || !*env) return all;
+// a time: racecheck takes minutes per shape); unset, all of them.
+std::vector<Shape> shapes_from_env(const std::vector<Shape>& all) {
+  std::vector<std::string> names;
+  for (const Shape& sh : all) names.push_back(sh.name);
   std::vector<Shape> kept;
-  std::istringstream list(env);
-  for (std::string name; std::getline(list, name, ',');) {
-    const auto it = std::find_if(all.begin(), all.end(), [&](const Shape& sh) { return name == sh.name; });
-    if (it == all.end()) {
-      std::string valid;
-      for (const Shape& sh : all) valid += std::string(valid.empty() ? "" : ", ") + sh.name;
-      std::fprintf(stderr, "MOE_TEST_SHAPES='%s': no shape '%s' (valid: %s)\n", env, name.c_str(), valid.c_str());
-      std::exit(2);
-    }
-    kept.push_back(*it);
-  }
+  for (std::size_t i : moe::test::shape_indices_from_env(names)) kept.push_back(all[i]);
   return kept;
 }
 
@@ -853,7 +826,7 @@ std::vector<int> mma_test_ms() {
   std::vector<int> all;
   for (int m = 1; m <= 64; ++m) all.push_back(m);
   all.push_back(256);
-  return ms_from_env("MOE_TEST_M", all);
+  return moe::test::ms_from_env("MOE_TEST_M", all);
 }
 
 TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both routings") {
