@@ -2,6 +2,7 @@
 // Lists the GPU tests narrow themselves to from the environment (compute-sanitizer runs: the
 // tools slow every kernel 10-100x, so a run keeps a few M and one model shape). A bad value is
 // exit 2 with the variable, the item and what is valid.
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
