@@ -15,7 +15,7 @@ using kernels::WeightFormat;
 
 MoeWeights::MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing routing,
                        DeviceAllocator& allocator, Stream& stream, kernels::Int4Layout int4_layout)
-    : dims_(dims), seed_(seed), routing_(routing), allocator_(allocator), resident_(allocator) {
+    : dims_(dims), seed_(seed), int4_layout_(int4_layout), routing_(routing), allocator_(allocator), resident_(allocator) {
   router_ = allocator_.allocate(kernels::router_bytes(dims_));
   kernels::generate_router(dims_, seed_, router_.as<__nv_bfloat16>(), stream.handle());
   // Synchronous copies on purpose: the host vectors die at the end of this scope.

@@ -21,7 +21,7 @@ class Stream;
 class MoeWeights {
  public:
   // int4_layout: where int4 codes sit, as the forward's kernels read them
-  // (kernels::int4_layout of the layer's options).
+  // (kernels::int4_layout of the layer's options); the resident tables record it.
   MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing routing,
              DeviceAllocator& allocator, Stream& stream,
              kernels::Int4Layout int4_layout = kernels::Int4Layout::rows);
@@ -30,6 +30,7 @@ class MoeWeights {
 
   const kernels::MoeDims& dims() const { return dims_; }
   std::uint64_t seed() const { return seed_; }
+  kernels::Int4Layout int4_layout() const { return int4_layout_; }
   Routing routing() const { return routing_; }
   const void* router() const { return router_.data(); }
   const float* router_bias() const { return router_bias_ ? router_bias_.as<float>() : nullptr; }
@@ -79,6 +80,7 @@ class MoeWeights {
  private:
   kernels::MoeDims dims_;
   std::uint64_t seed_;
+  kernels::Int4Layout int4_layout_;
   Routing routing_;
   DeviceAllocator& allocator_;
   DeviceBuffer router_;

@@ -45,6 +45,7 @@ template <WeightFormat F, bool kGateUp, int kChunks>
 struct ExpertMmaWarp : DecodeWalk {
   static constexpr bool kInt4 = F == WeightFormat::int4;
   static constexpr int kRowsOfUnit = int4_mma_layout::kTileRows;
+  static constexpr int kContiguousRows = kRowsOfUnit;  // a tile (prefetch_unit_rows)
   static constexpr int kPassTokens = 8 * kChunks;
   static constexpr int kBlocks = 2;                           // bf16: 32-k blocks a piece
   static constexpr int kSegmentK = kInt4 ? kInt4Group : 32 * kBlocks;

@@ -29,17 +29,12 @@
 
 namespace moe::kernels {
 
-// ForwardPath::automatic takes the decode kernels up to this M (tokens), tensor cores above.
-// Why: the decode kernels stream each active expert's weights once per pass of up to 8 of its
-// tokens and spend SIMT instructions per token, so they win while few tokens share an expert
-// and keep every SM busy with a handful of active experts, where 64-row tensor-core tiles sit
-// mostly empty. The crossover was measured on an H200 (graph replay, weights rotated past L2):
-// bf16 decode is faster up to M=4 and slower at M=8.
-constexpr int kDecodeMaxTokensBf16 = 4;
-constexpr int kDecodeMaxTokensInt4Simt = 2;
-constexpr int kDecodeMaxTokensInt4 = 8;  // with Int4Decode other than simt
-// ForwardPath::automatic's decode bound for a format (int4: by the int4 decode kernels).
-int decode_max_tokens(WeightFormat f, Int4Decode int4_decode);
+// ForwardPath::automatic takes the decode kernels up to decode_max_tokens (forward_options.hpp),
+// the wider kernels above. Why: the decode kernels stream each active expert's weights once per
+// pass of up to 8 of its tokens and spend SIMT instructions per token, so they win while few
+// tokens share an expert and keep every SM busy with a handful of active experts, where 64-row
+// tensor-core tiles sit mostly empty. The crossover was measured on an H200 (graph replay,
+// weights rotated past L2).
 // Whether the decode path's int4 kernels at m tokens run on tensor cores.
 bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode);
 

@@ -14,7 +14,7 @@ namespace moe::kernels {
 // (Int4MmaWarp, int4_mma_warp.cuh: codes straight into mma.sync B fragments, up to 8 tokens a
 // pass). automatic: SIMT at M=1, where the tensor-core gate_up loses, tensor cores from M=2 to
 // 8, where the decode path ends for int4. simt: the SIMT kernels only, which end int4's decode
-// path at M=2 (tensor-core tiles beyond).
+// path at M=2 (the mma family beyond, or the tensor-core tiles under gemm=legacy).
 enum class Int4Decode : int { automatic, simt, tensor_cores };
 
 // How the route's ranking block picks each token's top-k (same ids either way): ranks (a
@@ -24,10 +24,10 @@ enum class Int4Decode : int { automatic, simt, tensor_cores };
 enum class TopKSelect : int { automatic, ranks, rounds };
 
 // Which expert GEMM family runs gate_up and down. legacy: the decode kernels and the
-// tensor-core tiles, by M (forward.hpp); mma: the mma family at every M (expert_gemm_mma.cu:
-// weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand), whose int4
-// weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
-// follow this choice. automatic: the rule of runs_mma_gemm below.
+// tensor-core tiles, by M (forward.hpp), int4 weights in the row layout; mma: the mma family at
+// every M (expert_gemm_mma.cu: weights as the 16-row A operand of mma.m16n8k16, tokens as the
+// 8-wide B operand). A layer's int4 weights are generated in the layout its choice reads
+// (int4_layout below). automatic: the rule of runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma };
 
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
@@ -67,31 +67,52 @@ struct ForwardOptions {
   bool operator==(const ForwardOptions&) const = default;
 };
 
-// The int4 layout a layer's weights are generated in: the mma fragment layout only when the
-// mma family is asked for by name; automatic keeps the row layout, which the M = 1 SIMT decode
-// kernel reads (the family is 1.5-2x slower there).
-constexpr Int4Layout int4_layout(const ForwardOptions& o) {
-  return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
+// The decode path's bound in tokens (ForwardPath::automatic takes the decode kernels up to
+// here, forward.hpp says why): bf16 decode is faster up to M=4 and slower at M=8 (H200); int4
+// decodes up to M=8 on tensor cores, up to M=2 with int4-decode=simt.
+constexpr int kDecodeMaxTokensBf16 = 4;
+constexpr int kDecodeMaxTokensInt4Simt = 2;
+constexpr int kDecodeMaxTokensInt4 = 8;  // with Int4Decode other than simt
+constexpr int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
+  if (f == WeightFormat::bf16) return kDecodeMaxTokensBf16;
+  return int4_decode == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
+}
+
+// The int4 layout a layer's weights are generated in: the mma fragment layout (which the mma
+// family and the decode kernels read; int4_mma_layout.hpp) unless gemm=legacy asks for the row
+// layout, or a routed expert's input is scaled (Llama-4), which only the tensor-core tiles read,
+// and they read rows.
+constexpr Int4Layout int4_layout(const ForwardOptions& o, bool scale_input) {
+  switch (o.gemm) {
+    case GemmFamily::mma: return Int4Layout::mma_fragments;
+    case GemmFamily::legacy: return Int4Layout::rows;
+    case GemmFamily::automatic: break;
+  }
+  return scale_input ? Int4Layout::rows : Int4Layout::mma_fragments;
 }
 
 // automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
 // on every shape measured (H200, deepseek-v2-lite, qwen3-30b-a3b, mixtral-8x7b, gpt-oss-20b:
 // 5-12% a step); at M <= 4 the decode kernels win, at M >= 32 the tensor-core tiles on two of
-// the four. int4 under automatic stays legacy (int4_layout above).
+// the four. For int4 (fragment layout) it runs the family past the decode path's bound: from
+// M=16 it was 1.1-2.1x faster than the tiles on every shape, and the tiles cannot read the
+// fragment layout.
 constexpr int kMmaAutoMinTokens = 8;
 constexpr int kMmaAutoMaxTokens = 16;
 
 // Whether a forward of m tokens runs the mma expert GEMM family, on a device of compute
-// capability sm (major * 10 + minor). The family needs sm_80 and reads x by token, so a
-// routed expert's scaled input (Llama-4) keeps the tensor-core gate_up under automatic.
+// capability sm (major * 10 + minor). The family needs sm_80 (below it the decode kernels run
+// at every M) and reads x by token, so a routed expert's scaled input (Llama-4) keeps the
+// tensor-core gate_up under automatic.
 constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m, bool scale_input, int sm) {
   switch (o.gemm) {
     case GemmFamily::mma: return true;
     case GemmFamily::legacy: return false;
     case GemmFamily::automatic: break;
   }
-  return format == WeightFormat::bf16 && !scale_input && sm >= 80 && m >= kMmaAutoMinTokens &&
-         m <= kMmaAutoMaxTokens;
+  if (scale_input || sm < 80) return false;
+  if (format == WeightFormat::int4) return m > decode_max_tokens(format, o.int4_decode);
+  return m >= kMmaAutoMinTokens && m <= kMmaAutoMaxTokens;
 }
 
 // The expert GEMM families a layer's forward can run at some M: what preload_forward_kernels
@@ -103,8 +124,9 @@ struct ExpertGemmFamilies {
 };
 constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, WeightFormat format, bool scale_input,
                                                   int sm) {
-  // At kMmaAutoMinTokens the rule runs the family if it ever does for this layer.
-  return {runs_mma_gemm(o, format, kMmaAutoMinTokens, scale_input, sm), o.gemm != GemmFamily::mma};
+  // The rule runs the family at 16 tokens if it ever does for this layer, and the legacy
+  // kernels at one token unless it runs the family at every M.
+  return {runs_mma_gemm(o, format, kMmaAutoMaxTokens, scale_input, sm), !runs_mma_gemm(o, format, 1, scale_input, sm)};
 }
 
 }  // namespace moe::kernels

@@ -27,6 +27,10 @@ std::string_view to_string(TopKMethod t) {
   return "unknown";
 }
 
+std::string_view to_string(Int4Layout l) {
+  return l == Int4Layout::mma_fragments ? "mma-fragments" : "rows";
+}
+
 std::string_view to_string(ForwardPath p) {
   switch (p) {
     case ForwardPath::automatic: return "auto";

@@ -25,6 +25,7 @@ std::string_view to_string(WeightFormat f);
 std::string_view to_string(Scoring s);
 std::string_view to_string(TopKMethod t);
 std::string_view to_string(ForwardPath p);
+std::string_view to_string(Int4Layout l);
 
 // Dimensions of one MoE layer. Shared experts have the routed experts' intermediate size and
 // are stored after the routed ones: expert index E..E+S-1, every token, weight 1 (or the
@@ -67,6 +68,9 @@ struct ExpertTable {
   const void* const* gate_up_scales = nullptr;  // int4: [2I, ceil(H/128)] bf16
   const void* const* down = nullptr;            // [H, I]
   const void* const* down_scales = nullptr;     // int4: [H, ceil(I/128)] bf16
+  // Where the int4 codes and scales sit (the layer's int4_layout(options), forward_options.hpp):
+  // the forward refuses a table whose layout its options do not read.
+  Int4Layout int4_layout = Int4Layout::rows;
 };
 
 // What the generator draws for each tensor; part of the counter so no two tensors correlate.

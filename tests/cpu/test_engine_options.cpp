@@ -82,9 +82,9 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.forward().top_k_select == moe::kernels::TopKSelect::rounds);
   o.assign("gemm=mma", "--switch");
   CHECK(o.forward().gemm == moe::kernels::GemmFamily::mma);
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);
+  CHECK(moe::kernels::int4_layout(o.forward(), false) == moe::kernels::Int4Layout::mma_fragments);
   o.assign("gemm=legacy", "--switch");
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
+  CHECK(moe::kernels::int4_layout(o.forward(), false) == moe::kernels::Int4Layout::rows);
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default
   o.assign("ep-compute=grouped", "--switch");
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::grouped);
@@ -93,26 +93,41 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.value("route-cluster") == "off");
 }
 
-TEST_CASE("gemm=auto runs the mma family for bf16 from 8 to 16 tokens on sm_80+, legacy elsewhere") {
+TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 past the decode path, on sm_80+") {
   using moe::kernels::GemmFamily;
+  using moe::kernels::Int4Decode;
+  using moe::kernels::Int4Layout;
   using moe::kernels::WeightFormat;
   using moe::kernels::runs_mma_gemm;
   moe::kernels::ForwardOptions automatic;
   REQUIRE(automatic.gemm == GemmFamily::automatic);  // the default
-  CHECK(moe::kernels::int4_layout(automatic) == moe::kernels::Int4Layout::rows);
-  std::set<int> mma_ms;
-  for (int m = 1; m <= 512; ++m)
-    if (runs_mma_gemm(automatic, WeightFormat::bf16, m, false, 90)) mma_ms.insert(m);
-  CHECK(mma_ms == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
+  // int4 weights in the fragment layout, except where only the row-reading tiles take the input.
+  CHECK(moe::kernels::int4_layout(automatic, false) == Int4Layout::mma_fragments);
+  CHECK(moe::kernels::int4_layout(automatic, true) == Int4Layout::rows);
+  auto mma_ms = [](const moe::kernels::ForwardOptions& o, WeightFormat f) {
+    std::set<int> ms;
+    for (int m = 1; m <= 512; ++m)
+      if (runs_mma_gemm(o, f, m, false, 90)) ms.insert(m);
+    return ms;
+  };
+  CHECK(mma_ms(automatic, WeightFormat::bf16) == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
+  const std::set<int> int4 = mma_ms(automatic, WeightFormat::int4);
+  CHECK(int4.size() == 512 - 8);
+  CHECK(*int4.begin() == 9);  // the decode kernels to M = 8
+  moe::kernels::ForwardOptions simt = automatic;
+  simt.int4_decode = Int4Decode::simt;  // SIMT decode ends at M = 2: the family from 3
+  CHECK(*mma_ms(simt, WeightFormat::int4).begin() == 3);
   for (int m : {1, 8, 16, 64}) {
     CAPTURE(m);
-    CHECK_FALSE(runs_mma_gemm(automatic, WeightFormat::int4, m, false, 90));  // rows layout
-    CHECK_FALSE(runs_mma_gemm(automatic, WeightFormat::bf16, m, true, 90));   // Llama-4's scaled input
-    CHECK_FALSE(runs_mma_gemm(automatic, WeightFormat::bf16, m, false, 75));  // no bf16 mma.sync
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) {
+      CHECK_FALSE(runs_mma_gemm(automatic, f, m, true, 90));   // Llama-4's scaled input
+      CHECK_FALSE(runs_mma_gemm(automatic, f, m, false, 75));  // no bf16 mma.sync
+    }
   }
   moe::kernels::ForwardOptions named = automatic;
   named.gemm = GemmFamily::legacy;
-  for (int m : {1, 8, 16, 64}) CHECK_FALSE(runs_mma_gemm(named, WeightFormat::bf16, m, false, 90));
+  for (int m : {1, 8, 16, 64})
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) CHECK_FALSE(runs_mma_gemm(named, f, m, false, 90));
   named.gemm = GemmFamily::mma;
   for (int m : {1, 8, 16, 64}) {
     CHECK(runs_mma_gemm(named, WeightFormat::bf16, m, false, 90));
@@ -146,7 +161,8 @@ TEST_CASE("a layer preloads exactly the expert GEMM families its forward can run
         }
   o.gemm = GemmFamily::automatic;
   CHECK(expert_gemm_families(o, WeightFormat::bf16, false, 90) == ExpertGemmFamilies{true, true});
-  CHECK(expert_gemm_families(o, WeightFormat::int4, false, 90) == ExpertGemmFamilies{false, true});
+  CHECK(expert_gemm_families(o, WeightFormat::int4, false, 90) == ExpertGemmFamilies{true, true});
+  CHECK(expert_gemm_families(o, WeightFormat::int4, true, 90) == ExpertGemmFamilies{false, true});
 }
 
 TEST_CASE("bad names and values are refused, naming the valid ones") {

@@ -248,6 +248,62 @@ TEST_CASE("int4 mma layout: generate -> pack -> unpack is bit-exact against the 
   }
 }
 
+TEST_CASE("int4 mma layout read by row: every row's vectors and scales, and the 8-row units of the decode warp") {
+  std::mt19937_64 rng(11);
+  for (int k : {32, 96, 160, 768, 1408, 2880}) {
+    for (int paired : {0, 1}) {
+      const int rows = 64, pr = paired ? rows / 2 : 0, vecs = k / 32, groups = int4_groups(k);
+      CAPTURE(k);
+      CAPTURE(pr);
+      std::vector<std::uint32_t> row_packed(static_cast<std::size_t>(rows) * k / 8);
+      std::vector<std::uint16_t> row_scales(static_cast<std::size_t>(rows) * groups);
+      for (auto& w : row_packed) w = static_cast<std::uint32_t>(rng());
+      for (auto& x : row_scales) x = static_cast<std::uint16_t>(rng());
+      std::vector<std::uint32_t> packed(row_packed.size());
+      std::vector<std::uint16_t> scales(row_scales.size());
+      layout::relay_to_mma(row_packed.data(), row_scales.data(), rows, k, pr, packed.data(), scales.data());
+      // The SIMT decode warp: row r's vector v and group-g scale, each vector read once.
+      std::vector<int> seen(packed.size() / 4, 0);
+      int bad = 0;
+      for (int r = 0; r < rows; ++r) {
+        const layout::RowPlace place = layout::row_place(k, r, pr);
+        for (int v = 0; v < vecs; ++v) {
+          const std::size_t at = layout::row_vector_index(k, place, v);
+          REQUIRE(at < seen.size());
+          ++seen[at];
+          for (int w = 0; w < 4; ++w)
+            bad += packed[4 * at + w] != row_packed[static_cast<std::size_t>(r) * (k / 8) + 4 * v + w];
+        }
+        for (int g = 0; g < groups; ++g)
+          bad += scales[layout::row_scale_index(place, g)] != row_scales[static_cast<std::size_t>(r) * groups + g];
+      }
+      for (int n : seen) bad += n != 1;
+      // The tensor-core decode warp: unit j's column n is gate_up's gate row 4j + n/2 (n even)
+      // or up row I + 4j + n/2 (n odd), as in the row layout; down's unit covers tile j / 2's
+      // rows i = place.row, a lane's columns 2a, 2a + 1 rows i and i + 8 with adjacent scales.
+      const int units = pr ? pr / 4 : rows / 8;
+      std::vector<int> row_seen(rows, 0);
+      for (int j = 0; j < units; ++j)
+        for (int n = 0; n < 8; ++n) {
+          const layout::RowPlace place = layout::unit_column_place(k, j, n);
+          const int source = pr ? (n & 1 ? pr : 0) + 4 * j + n / 2 : 16 * (j >> 1) + place.row;
+          ++row_seen[source];
+          const layout::RowPlace want = layout::row_place(k, source, pr);
+          bad += place.tile_vector != want.tile_vector || place.tile_scale != want.tile_scale || place.row != want.row;
+          if (n % 2 == 0) {
+            const layout::RowPlace next = layout::unit_column_place(k, j, n + 1);
+            bad += next.row != place.row + 8 || place.row >= 8;
+            for (int g = 0; g < groups; ++g)
+              bad += layout::row_scale_index(place, g) % 2 != 0 ||
+                     layout::row_scale_index(next, g) != layout::row_scale_index(place, g) + 1;
+          }
+        }
+      for (int c : row_seen) bad += c != 1;
+      CHECK(bad == 0);
+    }
+  }
+}
+
 TEST_CASE("int4 dequantisation in registers gives the codes exactly") {
   for (std::uint32_t seed = 0; seed < 2000; ++seed) {
     const std::uint32_t word = static_cast<std::uint32_t>(mix64(seed));

@@ -119,9 +119,10 @@ struct TestLayer {
     return selection_bias_host.empty() ? nullptr : selection_bias_host.data();
   }
 
-  // int4_layout: where int4 codes sit, as the forward's options read them (int4_layout()).
-  TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, Int4Layout int4_layout = Int4Layout::rows)
+  // options: the forward's, whose int4_layout() says where int4 codes sit.
+  TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, const ForwardOptions& options = {})
       : dims(d), seed(s) {
+    const Int4Layout int4_layout = moe::kernels::int4_layout(options, d.scale_input);
     const int et = d.total_experts();
     std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
     for (int e = 0; e < et; ++e) {
@@ -154,6 +155,7 @@ struct TestLayer {
     table.gate_up_scales = d.format == WeightFormat::int4 ? t + et : nullptr;
     table.down = t + 2 * et;
     table.down_scales = d.format == WeightFormat::int4 ? t + 3 * et : nullptr;
+    table.int4_layout = int4_layout;
     MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
@@ -593,6 +595,14 @@ ForwardOptions with_pdl(bool on) {
   return o;
 }
 
+// The expert GEMM choices a format's layers are built and run under: for int4 the default
+// (weights in the mma fragment layout) and gemm=legacy (the row layout), whose decode kernels
+// read the same rows at other addresses.
+std::vector<GemmFamily> layout_choices(WeightFormat f) {
+  if (f == WeightFormat::int4) return {GemmFamily::automatic, GemmFamily::legacy};
+  return {GemmFamily::automatic};
+}
+
 // The int4 decode kernels a decode-path case runs under: both (SIMT and tensor cores) where
 // the case is int4 on the decode path, else the default choice.
 std::vector<Int4Decode> int4_decode_kernels(WeightFormat f, ForwardPath p) {
@@ -718,36 +728,43 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
   int cases = 0, ties = 0;
   double worst = 0;
   for (const Shape& sh : tiny_shapes())
-    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
-      MoeDims d = sh.dims;
-      d.format = fmt;
-      const TestLayer layer(d, case_seed(), st.s);
-      for (int m : test_ms())
-        for (Routing r : {Routing::uniform, Routing::skewed})
-          for (ForwardPath p : {ForwardPath::automatic, ForwardPath::decode, ForwardPath::tensor_core})
-            for (Int4Decode kernels : int4_decode_kernels(fmt, p)) {
-              ForwardOptions options = with_pdl(false);  // the main loop without PDL; PDL runs follow
-              options.int4_decode = kernels;
-              INFO(case_name(sh.name, d, m, r, p) << " int4 decode " << static_cast<int>(kernels));
-              const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s, true, options);
-              ++cases;
-              ties += s.near_ties;
-              worst = std::max(worst, s.layer_rel);
-            }
-    }
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4})
+      for (GemmFamily gemm : layout_choices(fmt)) {
+        MoeDims d = sh.dims;
+        d.format = fmt;
+        ForwardOptions base = with_pdl(false);  // the main loop without PDL; PDL runs follow
+        base.gemm = gemm;
+        const TestLayer layer(d, case_seed(), st.s, base);
+        for (int m : test_ms())
+          for (Routing r : {Routing::uniform, Routing::skewed})
+            for (ForwardPath p : {ForwardPath::automatic, ForwardPath::decode, ForwardPath::tensor_core})
+              for (Int4Decode kernels : int4_decode_kernels(fmt, p)) {
+                ForwardOptions options = base;
+                options.int4_decode = kernels;
+                INFO(case_name(sh.name, d, m, r, p) << " int4 decode " << static_cast<int>(kernels) << " gemm "
+                                                    << static_cast<int>(gemm));
+                const CaseStats s = check_forward(layer, m, r, p, 1 << 20, st.s, true, options);
+                ++cases;
+                ties += s.near_ties;
+                worst = std::max(worst, s.layer_rel);
+              }
+      }
   // The same with programmatic dependent launch between the decode kernels.
   for (const Shape& sh : tiny_shapes())
-    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
-      MoeDims d = sh.dims;
-      d.format = fmt;
-      const TestLayer layer(d, case_seed(), st.s);
-      for (int m : {1, 5, 33})
-        for (Routing r : {Routing::uniform, Routing::skewed}) {
-          INFO(case_name(sh.name, d, m, r, ForwardPath::decode) << " with PDL");
-          check_forward(layer, m, r, ForwardPath::decode, 1 << 20, st.s, true, with_pdl(true));
-          ++cases;
-        }
-    }
+    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4})
+      for (GemmFamily gemm : layout_choices(fmt)) {
+        MoeDims d = sh.dims;
+        d.format = fmt;
+        ForwardOptions options = with_pdl(true);
+        options.gemm = gemm;
+        const TestLayer layer(d, case_seed(), st.s, options);
+        for (int m : {1, 5, 33})
+          for (Routing r : {Routing::uniform, Routing::skewed}) {
+            INFO(case_name(sh.name, d, m, r, ForwardPath::decode) << " with PDL, gemm " << static_cast<int>(gemm));
+            check_forward(layer, m, r, ForwardPath::decode, 1 << 20, st.s, true, options);
+            ++cases;
+          }
+      }
   MESSAGE("tiny shapes: " << cases << " cases, near-ties " << ties << ", worst layer rel L2 " << worst);
 }
 
@@ -786,6 +803,15 @@ TEST_CASE("forward on the model shapes") {
       for (int m : {1, 8}) {
         INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::decode) << " with PDL");
         check_forward(layer, m, Routing::uniform, ForwardPath::decode, 2, st.s, true, with_pdl(true));
+      }
+      if (fmt == WeightFormat::int4) {  // the row layout (gemm=legacy) at decode sizes
+        ForwardOptions legacy = no_pdl;
+        legacy.gemm = GemmFamily::legacy;
+        const TestLayer rows(d, case_seed(), st.s, legacy);
+        for (int m : {1, 2, 8}) {
+          INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=legacy");
+          check_forward(rows, m, Routing::uniform, ForwardPath::automatic, 2, st.s, false, legacy);
+        }
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << ": " << test_ms().size() * 2 << " cases, " << sampled
@@ -838,7 +864,7 @@ TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both rou
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
       MoeDims d = sh.dims;
       d.format = fmt;
-      const TestLayer layer(d, case_seed(), st.s, int4_layout(mma_options(false)));
+      const TestLayer layer(d, case_seed(), st.s, mma_options(false));
       for (int m : mma_test_ms())
         for (Routing r : {Routing::uniform, Routing::skewed})
           for (bool pdl : {false, true}) {
@@ -860,7 +886,7 @@ TEST_CASE("mma expert GEMM on the model shapes: every M 1..64, both formats") {
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
       MoeDims d = sh.dims;
       d.format = fmt;
-      const TestLayer layer(d, case_seed(), st.s, int4_layout(mma_options(false)));
+      const TestLayer layer(d, case_seed(), st.s, mma_options(false));
       const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
       int sampled = 0;
       double worst = 0;
@@ -945,7 +971,7 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
                 << static_cast<int>(g.gemm));
     ForwardOptions options = with_pdl(pdl == 1);
     options.gemm = g.gemm;
-    const TestLayer layer(g.d, case_seed(), st.s, int4_layout(options));
+    const TestLayer layer(g.d, case_seed(), st.s, options);
     const std::uint64_t xs1 = case_seed(), xs2 = case_seed();
     Forward f(layer, g.m, xs1, nullptr, ForwardPath::automatic, st.s, options);
     f.run(st.s);
@@ -1241,6 +1267,18 @@ TEST_CASE("forward rejects bad arguments with the values named") {
   a = f.args;
   a.m = 0;
   CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("m 0"), moe::Error);
+  // int4 weights in one layout, options that read the other: refused, both named.
+  MoeDims d4 = d;
+  d4.format = WeightFormat::int4;
+  const TestLayer fragments(d4, 1, st.s);  // gemm=auto: the fragment layout
+  Forward f4(fragments, 4, 2, nullptr, ForwardPath::automatic, st.s);
+  a = f4.args;
+  a.options.gemm = GemmFamily::legacy;
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("mma-fragments layout, but these options (gemm=legacy) read the rows layout"),
+                       moe::Error);
+  a = f4.args;
+  a.experts.int4_layout = Int4Layout::rows;
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("int4 weights in the rows layout"), moe::Error);
 }
 
 namespace {
