@@ -92,9 +92,9 @@ const std::vector<EngineSwitch>& switch_table() {
       {"route-select", "MOE_ROUTE_SELECT", "auto", {"auto", "ranks", "rounds"},
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
       {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
-       "expert GEMM family: the mma family for bf16 at M=8..16 and int4 from M=9, else decode kernels and "
-       "tensor-core tiles by M, int4 in the fragment layout (auto); those at every M, int4 in rows (legacy); "
-       "mma at every M (mma)"},
+       "expert GEMM family: the mma family for bf16 at M=8..16 and int4 at M=9..64, else decode kernels "
+       "and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment "
+       "layout (mma)"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };

@@ -161,15 +161,12 @@ __device__ void stream_units(Warp& w, int first, int end) {
 }
 
 // Asks L2 for the weight rows of the warp's units from `first` (entry-major, dealt every
-// `stride`) below unit `end`, one 128-byte line a request. down only: a down unit's rows lie
-// in one block of Warp::kContiguousRows adjacent rows (the unit's own, or its 16-row tile in
-// the int4 fragment layout read by row); the warp of a block's first unit asks for the block.
+// `stride`) below unit `end`, one 128-byte line a request. down only: a down unit's rows are
+// adjacent.
 template <class Warp>
 __device__ void prefetch_unit_rows(const Warp& w, int first, int end) {
-  constexpr int kUnitsOfBlock = Warp::kContiguousRows / Warp::kRowsOfUnit;
-  const int lines = (Warp::kContiguousRows * w.vecs_per_row * 16 + 127) / 128;
+  const int lines = (Warp::kRowsOfUnit * w.vecs_per_row * 16 + 127) / 128;
   for (int u = first; u < end; u += w.stride) {
-    if ((u % w.p.units) % kUnitsOfBlock != 0) continue;
     const Entry& e = w.tables.entries[u / w.p.units];
     const std::size_t first_row = static_cast<std::size_t>(u % w.p.units) * Warp::kRowsOfUnit;
     const char* rows = reinterpret_cast<const char*>(e.weights + first_row * w.vecs_per_row);

@@ -9,8 +9,6 @@
 #include "kernels/moe/decode_walk.cuh"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/int4_format.hpp"
-#include "kernels/moe/int4_mma_layout.hpp"
-#include "kernels/moe/moe_types.hpp"
 
 namespace moe::kernels::decode {
 
@@ -49,21 +47,14 @@ __device__ __forceinline__ float nibble_to_float(std::uint32_t word, int j) {
 // kTokens: tokens sharing one pass over a unit's weights, a compile-time bound picked from M
 // at launch (1, 2, 4 or 8): the consume loop is unrolled over it, and unrolled for 8 at M=1
 // the kernel outgrew the instruction cache (ncu: 'no instruction' was its top stall).
-// L: where int4 codes sit (rows, or the mma fragment layout read by row: the same vectors of
-// the same rows at other addresses, int4_mma_layout.hpp's row_vector_index).
-template <WeightFormat F, bool kGateUp, int kRows, int kVecs, int kDepth, int kTokens,
-          Int4Layout L = Int4Layout::rows>
+template <WeightFormat F, bool kGateUp, int kRows, int kVecs, int kDepth, int kTokens>
 struct DecodeWarp : DecodeWalk {
   using T = DecodeTraits<F>;
   static constexpr int kSegVecs = kVecs * 32;  // vectors of a row per segment
-  static constexpr bool kFragments = F == WeightFormat::int4 && L == Int4Layout::mma_fragments;
 
   static constexpr int kPassTokens = kTokens;
   static constexpr int kRowsOfUnit = kRows;
   static constexpr int kPiecesInFlight = kDepth;
-  // Rows whose bytes are contiguous around a unit's (prefetch_unit_rows): its tile in the
-  // fragment layout, where a unit's rows are spread through it.
-  static constexpr int kContiguousRows = kFragments ? int4_mma_layout::kTileRows : kRows;
 
   int vecs_per_row;
   int groups;  // int4 scale groups per row
@@ -101,23 +92,16 @@ struct DecodeWarp : DecodeWalk {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const std::size_t row = static_cast<std::size_t>(rows_of(j, r));
-      [[maybe_unused]] int4_mma_layout::RowPlace place{};
-      if constexpr (kFragments) place = int4_mma_layout::row_place(p.k_len, static_cast<int>(row), kGateUp ? p.out_rows : 0);
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
         // Past the row's end a lane loads the last vector again (consume counts it as zero):
         // a load whose result nothing selects on is not waited for until consume, whereas
         // `ok ? load : 0` makes the warp wait for the load right here.
         const int v = min(c.segment() * kSegVecs + lane + 32 * i, vecs_per_row - 1);
-        // Weights are read once per step: stream them past L1 and L2 (evict-first). An int4
-        // vector's scale group is v / 4.
-        if constexpr (kFragments) {
-          s.w[r][i] = __ldcs(e.weights + int4_mma_layout::row_vector_index(p.k_len, place, v));
-          s.scale_bits[r][i] = __ldg(e.scales + int4_mma_layout::row_scale_index(place, v >> 2));
-        } else {
-          s.w[r][i] = __ldcs(e.weights + row * vecs_per_row + v);
-          if constexpr (F == WeightFormat::int4) s.scale_bits[r][i] = __ldg(e.scales + row * groups + v * 32 / kInt4Group);
-        }
+        // Weights are read once per step: stream them past L1 and L2 (evict-first).
+        s.w[r][i] = __ldcs(e.weights + row * vecs_per_row + v);
+        if constexpr (F == WeightFormat::int4)
+          s.scale_bits[r][i] = __ldg(e.scales + row * groups + v * 32 / kInt4Group);
       }
     }
     if constexpr (kInputInSlot) {

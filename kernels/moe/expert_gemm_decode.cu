@@ -48,44 +48,33 @@ namespace {
 
 using namespace decode;
 
-// The warp kind of a decode kernel: SIMT in its piece shape, or int4 on tensor cores; L, where
-// int4 codes sit (bf16 has one layout, rows).
-template <WeightFormat F, bool kGateUp, int kTokens, bool kMma, Int4Layout L>
-using WarpKind = std::conditional_t<kMma, Int4MmaWarp<kGateUp, L>,
+// The warp kind of a decode kernel: SIMT in its piece shape, or int4 on tensor cores.
+template <WeightFormat F, bool kGateUp, int kTokens, bool kMma>
+using WarpKind = std::conditional_t<kMma, Int4MmaWarp<kGateUp>,
                                     DecodeWarp<F, kGateUp, PieceShape<F, kGateUp, kTokens>::kRows,
                                                PieceShape<F, kGateUp, kTokens>::kVecs,
-                                               PieceShape<F, kGateUp, kTokens>::kDepth, kTokens, L>>;
+                                               PieceShape<F, kGateUp, kTokens>::kDepth, kTokens>>;
 
-template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false, Int4Layout L = Int4Layout::rows>
+template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
 __global__ void __launch_bounds__(kThreads, 2) decode_expert_gemm_kernel(DecodeParams p) {
   // One token: the SIMT kernels at M=1 (kTokens is 1 only then).
-  run_streamed_grid<WarpKind<F, kGateUp, kTokens, kMma, L>, F, kGateUp, kTokens == 1 && !kMma>(p);
+  run_streamed_grid<WarpKind<F, kGateUp, kTokens, kMma>, F, kGateUp, kTokens == 1 && !kMma>(p);
 }
 
-template <WeightFormat F, bool kGateUp, int kTokens, bool kMma, Int4Layout L>
+template <WeightFormat F, bool kGateUp, int kTokens, bool kMma = false>
 void launch_decode_kernel(const DecodeParams& p, long long max_active, const LaunchChoice& c, cudaStream_t stream) {
-  launch_streamed_grid<decode_expert_gemm_kernel<F, kGateUp, kTokens, kMma, L>, WarpKind<F, kGateUp, kTokens, kMma, L>>(
+  launch_streamed_grid<decode_expert_gemm_kernel<F, kGateUp, kTokens, kMma>, WarpKind<F, kGateUp, kTokens, kMma>>(
       p, max_active, c, stream, kMma ? "decode_expert_gemm_kernel<int4 mma>" : "decode_expert_gemm_kernel");
 }
 
-template <WeightFormat F, bool kGateUp, Int4Layout L>
+template <WeightFormat F, bool kGateUp>
 void launch_decode_format(const DecodeParams& p, long long max_active, const LaunchChoice& c,
                           cudaStream_t stream) {
   // An expert holds at most one pair per token: M bounds the tokens of a pass.
-  if (p.m <= 1) return launch_decode_kernel<F, kGateUp, 1, false, L>(p, max_active, c, stream);
-  if (p.m <= 2) return launch_decode_kernel<F, kGateUp, 2, false, L>(p, max_active, c, stream);
-  if (p.m <= 4) return launch_decode_kernel<F, kGateUp, 4, false, L>(p, max_active, c, stream);
-  launch_decode_kernel<F, kGateUp, 8, false, L>(p, max_active, c, stream);
-}
-
-template <bool kGateUp, Int4Layout L>
-void launch_decode_int4(const MoeForwardArgs& a, const DecodeParams& p, long long max_active, const LaunchChoice& c,
-                        cudaStream_t stream) {
-  if (int4_decode_on_tensor_cores(a.m, a.options.int4_decode) && p.out_rows % Int4MmaWarp<kGateUp, L>::kCols == 0)
-    launch_decode_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp, L>::kChunk, true, L>(p, max_active, c,
-                                                                                              stream);
-  else
-    launch_decode_format<WeightFormat::int4, kGateUp, L>(p, max_active, c, stream);
+  if (p.m <= 1) return launch_decode_kernel<F, kGateUp, 1>(p, max_active, c, stream);
+  if (p.m <= 2) return launch_decode_kernel<F, kGateUp, 2>(p, max_active, c, stream);
+  if (p.m <= 4) return launch_decode_kernel<F, kGateUp, 4>(p, max_active, c, stream);
+  launch_decode_kernel<F, kGateUp, 8>(p, max_active, c, stream);
 }
 
 template <bool kGateUp>
@@ -94,41 +83,37 @@ void launch_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   const long long max_active = max_active_experts(a);
   const LaunchChoice c = launch_choice(a);
   if (a.dims.format == WeightFormat::bf16)
-    launch_decode_format<WeightFormat::bf16, kGateUp, Int4Layout::rows>(p, max_active, c, stream);
-  else if (a.experts.int4_layout == Int4Layout::mma_fragments)
-    launch_decode_int4<kGateUp, Int4Layout::mma_fragments>(a, p, max_active, c, stream);
+    launch_decode_format<WeightFormat::bf16, kGateUp>(p, max_active, c, stream);
+  else if (int4_decode_on_tensor_cores(a.m, a.options.int4_decode) &&
+           p.out_rows % Int4MmaWarp<kGateUp>::kCols == 0)
+    launch_decode_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp>::kChunk, true>(p, max_active, c,
+                                                                                         stream);
   else
-    launch_decode_int4<kGateUp, Int4Layout::rows>(a, p, max_active, c, stream);
+    launch_decode_format<WeightFormat::int4, kGateUp>(p, max_active, c, stream);
 }
 
-template <WeightFormat F, bool kGateUp, Int4Layout L>
+template <WeightFormat F, bool kGateUp>
 void preload_decode_format() {
-  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 1, false, L>>("decode_expert_gemm_kernel<1 token>");
-  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 2, false, L>>("decode_expert_gemm_kernel<2 tokens>");
-  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 4, false, L>>("decode_expert_gemm_kernel<4 tokens>");
-  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 8, false, L>>("decode_expert_gemm_kernel<8 tokens>");
-}
-
-template <bool kGateUp, Int4Layout L>
-void preload_decode_int4() {
-  preload_decode_format<WeightFormat::int4, kGateUp, L>();
-  if (current_device_sm() >= 80)  // int4_decode_on_tensor_cores
-    preload_streamed_kernel<decode_expert_gemm_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp, L>::kChunk, true, L>>(
-        "decode_expert_gemm_kernel<int4 mma>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 1>>("decode_expert_gemm_kernel<1 token>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 2>>("decode_expert_gemm_kernel<2 tokens>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 4>>("decode_expert_gemm_kernel<4 tokens>");
+  preload_streamed_kernel<decode_expert_gemm_kernel<F, kGateUp, 8>>("decode_expert_gemm_kernel<8 tokens>");
 }
 
 template <bool kGateUp>
-void preload_decode_stage(WeightFormat format, Int4Layout layout) {
-  if (format == WeightFormat::bf16) return preload_decode_format<WeightFormat::bf16, kGateUp, Int4Layout::rows>();
-  if (layout == Int4Layout::mma_fragments) return preload_decode_int4<kGateUp, Int4Layout::mma_fragments>();
-  preload_decode_int4<kGateUp, Int4Layout::rows>();
+void preload_decode_stage(WeightFormat format) {
+  if (format == WeightFormat::bf16) return preload_decode_format<WeightFormat::bf16, kGateUp>();
+  preload_decode_format<WeightFormat::int4, kGateUp>();
+  if (current_device_sm() >= 80)  // int4_decode_on_tensor_cores
+    preload_streamed_kernel<decode_expert_gemm_kernel<WeightFormat::int4, kGateUp, Int4MmaWarp<kGateUp>::kChunk, true>>(
+        "decode_expert_gemm_kernel<int4 mma>");
 }
 
 }  // namespace
 
-void preload_decode_kernels(WeightFormat format, Int4Layout layout) {
-  preload_decode_stage<true>(format, layout);
-  preload_decode_stage<false>(format, layout);
+void preload_decode_kernels(WeightFormat format) {
+  preload_decode_stage<true>(format);
+  preload_decode_stage<false>(format);
 }
 
 void enqueue_gate_up_decode(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {

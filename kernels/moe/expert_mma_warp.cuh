@@ -41,11 +41,15 @@ __device__ __forceinline__ void copy_words(std::uint32_t (&w)[4], const uint4& v
   w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
 }
 
-template <WeightFormat F, bool kGateUp, int kChunks>
+// L: where int4 codes sit. A lane's two vectors a group are the same 32 codes of its two rows
+// in either layout: in the fragment layout each of the warp's two loads is 512 contiguous bytes;
+// in the row layout (int4_format.hpp, what the decode kernels and the tensor-core tiles read)
+// they are 16 rows' 64 bytes each, every row walked along K from piece to piece.
+template <WeightFormat F, bool kGateUp, int kChunks, Int4Layout L = Int4Layout::mma_fragments>
 struct ExpertMmaWarp : DecodeWalk {
   static constexpr bool kInt4 = F == WeightFormat::int4;
+  static constexpr bool kRowLayout = kInt4 && L == Int4Layout::rows;
   static constexpr int kRowsOfUnit = int4_mma_layout::kTileRows;
-  static constexpr int kContiguousRows = kRowsOfUnit;  // a tile (prefetch_unit_rows)
   static constexpr int kPassTokens = 8 * kChunks;
   static constexpr int kBlocks = 2;                           // bf16: 32-k blocks a piece
   static constexpr int kSegmentK = kInt4 ? kInt4Group : 32 * kBlocks;
@@ -75,13 +79,27 @@ struct ExpertMmaWarp : DecodeWalk {
     if constexpr (kInt4) {
       // A partial last group has fewer vectors a row; lanes past them load nothing (their codes
       // meet zero activations in consume).
-      if (q < int4_mma_layout::group_quads(k_len, seg)) {
-        s.w[0] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 0, n, q));
-        s.w[1] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 1, n, q));
+      if constexpr (kRowLayout) {
+        using int4_mma_layout::row_layout_scale_index;
+        using int4_mma_layout::row_layout_vector_index;
+        if (q < int4_mma_layout::group_quads(k_len, seg)) {
+          s.w[0] = __ldcs(e.weights + row_layout_vector_index(k_len, tile, seg, 0, n, q, paired));
+          s.w[1] = __ldcs(e.weights + row_layout_vector_index(k_len, tile, seg, 1, n, q, paired));
+        } else {
+          s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
+        }
+        // The pair (row n low, row n + 8 high), as the fragment layout stores it.
+        s.scales = static_cast<std::uint32_t>(__ldg(e.scales + row_layout_scale_index(k_len, tile, seg, n, paired))) |
+                   static_cast<std::uint32_t>(__ldg(e.scales + row_layout_scale_index(k_len, tile, seg, n + 8, paired))) << 16;
       } else {
-        s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
+        if (q < int4_mma_layout::group_quads(k_len, seg)) {
+          s.w[0] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 0, n, q));
+          s.w[1] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 1, n, q));
+        } else {
+          s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
+        }
+        s.scales = __ldg(reinterpret_cast<const std::uint32_t*>(e.scales) + int4_mma_layout::scale_pair_index(k_len, tile, seg, n));
       }
-      s.scales = __ldg(reinterpret_cast<const std::uint32_t*>(e.scales) + int4_mma_layout::scale_pair_index(k_len, tile, seg, n));
     } else {
       const std::size_t r0 = int4_mma_layout::tile_source_row(tile, n, paired);
       const std::size_t r1 = int4_mma_layout::tile_source_row(tile, n + 8, paired);

@@ -90,11 +90,11 @@ void validate_forward_args(const MoeForwardArgs& a) {
   if (!a.experts.gate_up || !a.experts.down) bad("expert table gate_up/down is null");
   if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
     bad("int4 format needs gate_up_scales and down_scales tables");
-  if (d.format == WeightFormat::int4 && a.experts.int4_layout != int4_layout(a.options, d.scale_input))
+  if (d.format == WeightFormat::int4 && a.experts.int4_layout != int4_layout(a.options))
     bad(std::string("int4 weights in the ") + std::string(to_string(a.experts.int4_layout)) +
         " layout, but these options (gemm=" +
         (a.options.gemm == GemmFamily::mma ? "mma" : a.options.gemm == GemmFamily::legacy ? "legacy" : "auto") +
-        ") read the " + std::string(to_string(int4_layout(a.options, d.scale_input))) + " layout");
+        ") read the " + std::string(to_string(int4_layout(a.options))) + " layout");
   if (!a.scratch) bad("scratch is null");
   const std::size_t need = forward_scratch_bytes(d, a.m);
   if (a.scratch_bytes < need)
@@ -152,24 +152,17 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
 }
 
 bool runs_mma_gemm(const MoeForwardArgs& a) {
-  if (runs_mma_gemm(a.options, a.dims.format, a.m, a.dims.scale_input, current_device_sm())) return true;
-  // The tensor-core tiles read int4 rows only: on the fragment layout a forward sent to them
-  // (ForwardPath::tensor_core asked for by name) runs the mma family.
-  return a.dims.format == WeightFormat::int4 && a.experts.int4_layout == Int4Layout::mma_fragments &&
-         resolve_forward_path(a) == ForwardPath::tensor_core;
+  return runs_mma_gemm(a.options, a.dims.format, a.m, a.dims.scale_input, current_device_sm());
 }
 
 void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options) {
   preload_route_kernels();
-  const int sm = current_device_sm();
-  const ExpertGemmFamilies families = expert_gemm_families(options, dims.format, dims.scale_input, sm);
-  const Int4Layout layout = int4_layout(options, dims.scale_input);
-  // A forward asking for the tensor-core path by name on int4 fragments runs the family.
-  if (families.mma || (dims.format == WeightFormat::int4 && layout == Int4Layout::mma_fragments && sm >= 80))
-    preload_mma_kernels(dims.format);
+  const ExpertGemmFamilies families =
+      expert_gemm_families(options, dims.format, dims.scale_input, current_device_sm());
+  if (families.mma) preload_mma_kernels(dims.format, int4_layout(options));
   if (families.legacy) {
-    preload_decode_kernels(dims.format, layout);
-    if (dims.format == WeightFormat::bf16 || layout == Int4Layout::rows) preload_tensor_core_kernels(dims.format);
+    preload_decode_kernels(dims.format);
+    preload_tensor_core_kernels(dims.format);
   }
   preload_combine_kernels();
 }

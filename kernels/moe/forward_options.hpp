@@ -14,7 +14,7 @@ namespace moe::kernels {
 // (Int4MmaWarp, int4_mma_warp.cuh: codes straight into mma.sync B fragments, up to 8 tokens a
 // pass). automatic: SIMT at M=1, where the tensor-core gate_up loses, tensor cores from M=2 to
 // 8, where the decode path ends for int4. simt: the SIMT kernels only, which end int4's decode
-// path at M=2 (the mma family beyond, or the tensor-core tiles under gemm=legacy).
+// path at M=2 (then the mma family or the tensor-core tiles, by runs_mma_gemm below).
 enum class Int4Decode : int { automatic, simt, tensor_cores };
 
 // How the route's ranking block picks each token's top-k (same ids either way): ranks (a
@@ -24,10 +24,10 @@ enum class Int4Decode : int { automatic, simt, tensor_cores };
 enum class TopKSelect : int { automatic, ranks, rounds };
 
 // Which expert GEMM family runs gate_up and down. legacy: the decode kernels and the
-// tensor-core tiles, by M (forward.hpp), int4 weights in the row layout; mma: the mma family at
-// every M (expert_gemm_mma.cu: weights as the 16-row A operand of mma.m16n8k16, tokens as the
-// 8-wide B operand). A layer's int4 weights are generated in the layout its choice reads
-// (int4_layout below). automatic: the rule of runs_mma_gemm below.
+// tensor-core tiles, by M (forward.hpp); mma: the mma family at every M (expert_gemm_mma.cu:
+// weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand), whose int4
+// weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
+// follow this choice. automatic: the rule of runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma };
 
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
@@ -78,32 +78,25 @@ constexpr int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
   return int4_decode == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
 }
 
-// The int4 layout a layer's weights are generated in: the mma fragment layout (which the mma
-// family and the decode kernels read; int4_mma_layout.hpp) unless gemm=legacy asks for the row
-// layout, or a routed expert's input is scaled (Llama-4), which only the tensor-core tiles read,
-// and they read rows.
-constexpr Int4Layout int4_layout(const ForwardOptions& o, bool scale_input) {
-  switch (o.gemm) {
-    case GemmFamily::mma: return Int4Layout::mma_fragments;
-    case GemmFamily::legacy: return Int4Layout::rows;
-    case GemmFamily::automatic: break;
-  }
-  return scale_input ? Int4Layout::rows : Int4Layout::mma_fragments;
+// The int4 layout a layer's weights are generated in: the mma fragment layout only when the
+// mma family is asked for by name; otherwise the row layout, which every kernel reads (the
+// mma family too). Reading the fragment layout by row cost the decode kernels 3-14% a step.
+constexpr Int4Layout int4_layout(const ForwardOptions& o) {
+  return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
 }
 
 // automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
 // on every shape measured (H200, deepseek-v2-lite, qwen3-30b-a3b, mixtral-8x7b, gpt-oss-20b:
 // 5-12% a step); at M <= 4 the decode kernels win, at M >= 32 the tensor-core tiles on two of
-// the four. For int4 (fragment layout) it runs the family past the decode path's bound: from
-// M=16 it was 1.1-2.1x faster than the tiles on every shape, and the tiles cannot read the
-// fragment layout.
+// the four. For int4 it runs the family from the decode path's end up to kMmaAutoMaxTokensInt4,
+// where it beat the tensor-core tiles on every shape; beyond, the tiles win on three of four.
 constexpr int kMmaAutoMinTokens = 8;
 constexpr int kMmaAutoMaxTokens = 16;
+constexpr int kMmaAutoMaxTokensInt4 = 64;
 
 // Whether a forward of m tokens runs the mma expert GEMM family, on a device of compute
-// capability sm (major * 10 + minor). The family needs sm_80 (below it the decode kernels run
-// at every M) and reads x by token, so a routed expert's scaled input (Llama-4) keeps the
-// tensor-core gate_up under automatic.
+// capability sm (major * 10 + minor). The family needs sm_80 and reads x by token, so a
+// routed expert's scaled input (Llama-4) keeps the tensor-core gate_up under automatic.
 constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m, bool scale_input, int sm) {
   switch (o.gemm) {
     case GemmFamily::mma: return true;
@@ -111,7 +104,7 @@ constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m
     case GemmFamily::automatic: break;
   }
   if (scale_input || sm < 80) return false;
-  if (format == WeightFormat::int4) return m > decode_max_tokens(format, o.int4_decode);
+  if (format == WeightFormat::int4) return m > decode_max_tokens(format, o.int4_decode) && m <= kMmaAutoMaxTokensInt4;
   return m >= kMmaAutoMinTokens && m <= kMmaAutoMaxTokens;
 }
 

@@ -41,8 +41,8 @@ void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, cu
 // the stage may launch for `format` on the current device, with its launcher's per-device
 // caches (occupancy, shared-memory attribute) primed.
 void preload_route_kernels();
-void preload_decode_kernels(WeightFormat format, Int4Layout layout);
-void preload_mma_kernels(WeightFormat format);
+void preload_decode_kernels(WeightFormat format);
+void preload_mma_kernels(WeightFormat format, Int4Layout layout);
 void preload_tensor_core_kernels(WeightFormat format);
 void preload_combine_kernels();
 

@@ -70,45 +70,14 @@ MOE_HD std::size_t scale_pair_index(int k_len, int t, int g, int n) {
   return scale_index(k_len, t, g, n) / 2;
 }
 
-// The layout read by row, for the kernels that walk a few source rows along K (the decode
-// kernels, decode_warp.cuh and int4_mma_warp.cuh): a row's place in its tile, computed once a
-// piece, then each of its vectors and scales from it. Tile row i = 8 half + n, so vector
-// (half, n, c) of a group sits at i * quads + c, and a full group is 64 vectors.
-struct RowPlace {
-  std::size_t tile_vector;  // the tile's first vector
-  std::size_t tile_scale;   // the tile's first scale (bf16 index)
-  int row;                  // tile row 0..15
-};
-MOE_HD RowPlace row_place(int k_len, int source_row, int paired) {
-  int t, i;
-  if (paired == 0) {
-    t = source_row / kTileRows, i = source_row % kTileRows;
-  } else {
-    const bool up = source_row >= paired;
-    const int r = up ? source_row - paired : source_row;
-    t = r / 8, i = (up ? 8 : 0) + r % 8;
-  }
-  return {static_cast<std::size_t>(t) * kTileRows * (k_len / kVectorCodes),
-          static_cast<std::size_t>(t) * int4_groups(k_len) * kTileRows, i};
+// The same vector and scale in int4_format.hpp's row layout, for the mma family reading a
+// layer whose weights are in rows (int4_layout, forward_options.hpp): vector (half, n, c) of
+// tile t, group g is vector 4 g + c of source row tile_source_row(t, n + 8 half, paired).
+MOE_HD std::size_t row_layout_vector_index(int k_len, int t, int g, int half, int n, int c, int paired) {
+  return static_cast<std::size_t>(tile_source_row(t, n + 8 * half, paired)) * (k_len / kVectorCodes) + 4 * g + c;
 }
-// Vector v (codes 32 v .. 32 v + 31) of the row: vector_index(k_len, t, v / 4, i / 8, i % 8, v % 4).
-MOE_HD std::size_t row_vector_index(int k_len, const RowPlace& r, int v) {
-  const int g = v >> 2;
-  return r.tile_vector + static_cast<std::size_t>(g) * 64 + r.row * group_quads(k_len, g) + (v & 3);
-}
-// The row's scale of group g: scale_index(k_len, t, g, i).
-MOE_HD std::size_t row_scale_index(const RowPlace& r, int g) {
-  return r.tile_scale + static_cast<std::size_t>(g) * kTileRows + 2 * (r.row & 7) + (r.row >> 3);
-}
-
-// The decode kernels' tensor-core warp (int4_mma_warp.cuh) walks 8-row units: unit j is half
-// of tile j / 2, its B column n = 2a + b tile row 4 (j % 2) + a + 8 b, so a lane's two columns
-// 2a, 2a + 1 are rows i and i + 8 (gate_up: a gate row and its up row), whose scales are one
-// 32-bit word.
-MOE_HD RowPlace unit_column_place(int k_len, int j, int n) {
-  const std::size_t t = static_cast<std::size_t>(j >> 1);
-  return {t * kTileRows * (k_len / kVectorCodes), t * int4_groups(k_len) * kTileRows,
-          4 * (j & 1) + (n >> 1) + 8 * (n & 1)};
+MOE_HD std::size_t row_layout_scale_index(int k_len, int t, int g, int i, int paired) {
+  return static_cast<std::size_t>(tile_source_row(t, i, paired)) * int4_groups(k_len) + g;
 }
 
 // Where (source row, k) of a [rows, K] tensor lives: word (of 4 bytes) and nibble.

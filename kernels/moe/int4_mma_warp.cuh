@@ -9,8 +9,6 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_fragments.hpp"
-#include "kernels/moe/int4_mma_layout.hpp"
-#include "kernels/moe/moe_types.hpp"
 
 namespace moe::kernels::decode {
 
@@ -48,11 +46,7 @@ __device__ __forceinline__ std::uint32_t unbias_pair(std::uint32_t biased) {
   return out;
 }
 
-// L: where the codes sit. rows: B column n of unit j is weight row row_of(j, n). The mma
-// fragment layout: unit j is half of tile j / 2 (int4_mma_layout.hpp's unit_column_place), so
-// gate_up's columns hold the same rows as in the row layout and down's a lane's two columns are
-// output rows 16 (j / 2) + i and i + 8.
-template <bool kGateUp, Int4Layout L = Int4Layout::rows>
+template <bool kGateUp>
 struct Int4MmaWarp : DecodeWalk {
   static constexpr int kRows = 8;    // weight rows of a unit (B columns)
   static constexpr int kChunk = 8;   // tokens of a pass (A rows 0..7)
@@ -60,10 +54,6 @@ struct Int4MmaWarp : DecodeWalk {
   static constexpr int kPassTokens = kChunk;
   static constexpr int kRowsOfUnit = kRows;
   static constexpr int kPiecesInFlight = kDepth;
-  static constexpr bool kFragments = L == Int4Layout::mma_fragments;
-  // Rows whose bytes are contiguous around a unit's (prefetch_unit_rows): its tile in the
-  // fragment layout.
-  static constexpr int kContiguousRows = kFragments ? int4_mma_layout::kTileRows : kRows;
 
   static constexpr int kCols = kGateUp ? kRows / 2 : kRows;  // outputs of a unit per token
 
@@ -90,19 +80,9 @@ struct Int4MmaWarp : DecodeWalk {
     // Past a partial last group's end a lane loads its row's last vector again; consume
     // multiplies it by zero activations.
     const int v = min(4 * g + quad, vecs_per_row - 1);
-    if constexpr (kFragments) {
-      using namespace int4_mma_layout;
-      s.w = __ldcs(e.weights + row_vector_index(p.k_len, unit_column_place(p.k_len, j, lane >> 2), v));
-      // Columns 2 quad and 2 quad + 1: tile rows i and i + 8, scales 2 i and 2 i + 1.
-      const std::uint32_t pair = __ldg(reinterpret_cast<const std::uint32_t*>(e.scales) +
-                                       row_scale_index(unit_column_place(p.k_len, j, 2 * quad), g) / 2);
-      s.scale_bits[0] = static_cast<std::uint16_t>(pair & 0xFFFFu);
-      s.scale_bits[1] = static_cast<std::uint16_t>(pair >> 16);
-    } else {
-      s.w = __ldcs(e.weights + static_cast<std::size_t>(row_of(j, lane >> 2)) * vecs_per_row + v);
-      s.scale_bits[0] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad)) * segments + g);
-      s.scale_bits[1] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad + 1)) * segments + g);
-    }
+    s.w = __ldcs(e.weights + static_cast<std::size_t>(row_of(j, lane >> 2)) * vecs_per_row + v);
+    s.scale_bits[0] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad)) * segments + g);
+    s.scale_bits[1] = __ldg(e.scales + static_cast<std::size_t>(row_of(j, 2 * quad + 1)) * segments + g);
   }
 
   __device__ void consume(const Slot& s, const PieceCursor& c, float (&acc)[2]) const {
@@ -138,13 +118,9 @@ struct Int4MmaWarp : DecodeWalk {
     // Lane (n, c) holds token n's outputs of B columns 2c and 2c + 1.
     const std::size_t pos = static_cast<std::size_t>(e.first_pair + t0 + n);
     const int j = c.pair_row;
-    if constexpr (kGateUp) {  // h column 4 j + quad in both layouts
+    if constexpr (kGateUp) {
       reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + 4 * j + quad] =
           detail::to_bf16_bits(detail::silu(acc[0]) * acc[1]);
-    } else if constexpr (kFragments) {  // output rows 16 (j / 2) + i and i + 8
-      float* out = p.down_out + pos * p.out_rows + 16 * (j >> 1) + int4_mma_layout::unit_column_place(p.k_len, j, 2 * quad).row;
-      out[0] = acc[0];
-      out[8] = acc[1];
     } else {
       float* out = p.down_out + pos * p.out_rows + 8 * j + 2 * quad;
       out[0] = acc[0];

@@ -82,9 +82,9 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.forward().top_k_select == moe::kernels::TopKSelect::rounds);
   o.assign("gemm=mma", "--switch");
   CHECK(o.forward().gemm == moe::kernels::GemmFamily::mma);
-  CHECK(moe::kernels::int4_layout(o.forward(), false) == moe::kernels::Int4Layout::mma_fragments);
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);
   o.assign("gemm=legacy", "--switch");
-  CHECK(moe::kernels::int4_layout(o.forward(), false) == moe::kernels::Int4Layout::rows);
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default
   o.assign("ep-compute=grouped", "--switch");
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::grouped);
@@ -93,7 +93,7 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.value("route-cluster") == "off");
 }
 
-TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 past the decode path, on sm_80+") {
+TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 from the decode path's end to 64, on sm_80+") {
   using moe::kernels::GemmFamily;
   using moe::kernels::Int4Decode;
   using moe::kernels::Int4Layout;
@@ -101,9 +101,7 @@ TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 p
   using moe::kernels::runs_mma_gemm;
   moe::kernels::ForwardOptions automatic;
   REQUIRE(automatic.gemm == GemmFamily::automatic);  // the default
-  // int4 weights in the fragment layout, except where only the row-reading tiles take the input.
-  CHECK(moe::kernels::int4_layout(automatic, false) == Int4Layout::mma_fragments);
-  CHECK(moe::kernels::int4_layout(automatic, true) == Int4Layout::rows);
+  CHECK(moe::kernels::int4_layout(automatic) == Int4Layout::rows);  // which every kernel reads
   auto mma_ms = [](const moe::kernels::ForwardOptions& o, WeightFormat f) {
     std::set<int> ms;
     for (int m = 1; m <= 512; ++m)
@@ -112,8 +110,9 @@ TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 p
   };
   CHECK(mma_ms(automatic, WeightFormat::bf16) == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
   const std::set<int> int4 = mma_ms(automatic, WeightFormat::int4);
-  CHECK(int4.size() == 512 - 8);
+  CHECK(int4.size() == 64 - 8);
   CHECK(*int4.begin() == 9);  // the decode kernels to M = 8
+  CHECK(*int4.rbegin() == moe::kernels::kMmaAutoMaxTokensInt4);
   moe::kernels::ForwardOptions simt = automatic;
   simt.int4_decode = Int4Decode::simt;  // SIMT decode ends at M = 2: the family from 3
   CHECK(*mma_ms(simt, WeightFormat::int4).begin() == 3);
@@ -162,7 +161,7 @@ TEST_CASE("a layer preloads exactly the expert GEMM families its forward can run
   o.gemm = GemmFamily::automatic;
   CHECK(expert_gemm_families(o, WeightFormat::bf16, false, 90) == ExpertGemmFamilies{true, true});
   CHECK(expert_gemm_families(o, WeightFormat::int4, false, 90) == ExpertGemmFamilies{true, true});
-  CHECK(expert_gemm_families(o, WeightFormat::int4, true, 90) == ExpertGemmFamilies{false, true});
+  CHECK(expert_gemm_families(o, WeightFormat::int4, true, 90) == ExpertGemmFamilies{false, true});  // Llama-4
 }
 
 TEST_CASE("bad names and values are refused, naming the valid ones") {

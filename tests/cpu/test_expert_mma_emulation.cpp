@@ -248,11 +248,11 @@ TEST_CASE("int4 mma layout: generate -> pack -> unpack is bit-exact against the 
   }
 }
 
-TEST_CASE("int4 mma layout read by row: every row's vectors and scales, and the 8-row units of the decode warp") {
+TEST_CASE("int4 mma family on the row layout: every lane loads the fragment layout's vectors and scales") {
   std::mt19937_64 rng(11);
   for (int k : {32, 96, 160, 768, 1408, 2880}) {
     for (int paired : {0, 1}) {
-      const int rows = 64, pr = paired ? rows / 2 : 0, vecs = k / 32, groups = int4_groups(k);
+      const int rows = 64, pr = paired ? rows / 2 : 0, groups = int4_groups(k);
       CAPTURE(k);
       CAPTURE(pr);
       std::vector<std::uint32_t> row_packed(static_cast<std::size_t>(rows) * k / 8);
@@ -262,43 +262,22 @@ TEST_CASE("int4 mma layout read by row: every row's vectors and scales, and the 
       std::vector<std::uint32_t> packed(row_packed.size());
       std::vector<std::uint16_t> scales(row_scales.size());
       layout::relay_to_mma(row_packed.data(), row_scales.data(), rows, k, pr, packed.data(), scales.data());
-      // The SIMT decode warp: row r's vector v and group-g scale, each vector read once.
-      std::vector<int> seen(packed.size() / 4, 0);
-      int bad = 0;
-      for (int r = 0; r < rows; ++r) {
-        const layout::RowPlace place = layout::row_place(k, r, pr);
-        for (int v = 0; v < vecs; ++v) {
-          const std::size_t at = layout::row_vector_index(k, place, v);
-          REQUIRE(at < seen.size());
-          ++seen[at];
-          for (int w = 0; w < 4; ++w)
-            bad += packed[4 * at + w] != row_packed[static_cast<std::size_t>(r) * (k / 8) + 4 * v + w];
-        }
+      // The vectors a warp's lanes load for every tile and group (those of a partial group's
+      // quads), and the scale pair of rows n and n + 8, at the two layouts' addresses.
+      int bad = 0, loads = 0;
+      for (int t = 0; t < rows / layout::kTileRows; ++t)
         for (int g = 0; g < groups; ++g)
-          bad += scales[layout::row_scale_index(place, g)] != row_scales[static_cast<std::size_t>(r) * groups + g];
-      }
-      for (int n : seen) bad += n != 1;
-      // The tensor-core decode warp: unit j's column n is gate_up's gate row 4j + n/2 (n even)
-      // or up row I + 4j + n/2 (n odd), as in the row layout; down's unit covers tile j / 2's
-      // rows i = place.row, a lane's columns 2a, 2a + 1 rows i and i + 8 with adjacent scales.
-      const int units = pr ? pr / 4 : rows / 8;
-      std::vector<int> row_seen(rows, 0);
-      for (int j = 0; j < units; ++j)
-        for (int n = 0; n < 8; ++n) {
-          const layout::RowPlace place = layout::unit_column_place(k, j, n);
-          const int source = pr ? (n & 1 ? pr : 0) + 4 * j + n / 2 : 16 * (j >> 1) + place.row;
-          ++row_seen[source];
-          const layout::RowPlace want = layout::row_place(k, source, pr);
-          bad += place.tile_vector != want.tile_vector || place.tile_scale != want.tile_scale || place.row != want.row;
-          if (n % 2 == 0) {
-            const layout::RowPlace next = layout::unit_column_place(k, j, n + 1);
-            bad += next.row != place.row + 8 || place.row >= 8;
-            for (int g = 0; g < groups; ++g)
-              bad += layout::row_scale_index(place, g) % 2 != 0 ||
-                     layout::row_scale_index(next, g) != layout::row_scale_index(place, g) + 1;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int n = lane >> 2, q = lane & 3;
+            for (int half = 0; half < 2 && q < layout::group_quads(k, g); ++half, ++loads) {
+              const std::size_t f = layout::vector_index(k, t, g, half, n, q);
+              const std::size_t r = layout::row_layout_vector_index(k, t, g, half, n, q, pr);
+              for (int w = 0; w < 4; ++w) bad += packed[4 * f + w] != row_packed[4 * r + w];
+            }
+            for (int i : {n, n + 8})
+              bad += scales[layout::scale_index(k, t, g, i)] != row_scales[layout::row_layout_scale_index(k, t, g, i, pr)];
           }
-        }
-      for (int c : row_seen) bad += c != 1;
+      CHECK(loads * 4 == static_cast<int>(packed.size()));  // every vector once
       CHECK(bad == 0);
     }
   }

@@ -122,7 +122,7 @@ struct TestLayer {
   // options: the forward's, whose int4_layout() says where int4 codes sit.
   TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, const ForwardOptions& options = {})
       : dims(d), seed(s) {
-    const Int4Layout int4_layout = moe::kernels::int4_layout(options, d.scale_input);
+    const Int4Layout int4_layout = moe::kernels::int4_layout(options);
     const int et = d.total_experts();
     std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
     for (int e = 0; e < et; ++e) {
@@ -595,9 +595,8 @@ ForwardOptions with_pdl(bool on) {
   return o;
 }
 
-// The expert GEMM choices a format's layers are built and run under: for int4 the default
-// (weights in the mma fragment layout) and gemm=legacy (the row layout), whose decode kernels
-// read the same rows at other addresses.
+// The expert GEMM choices a format's layers run under: for int4 the default (the mma family
+// on the row layout from M=9 to 64) and gemm=legacy (the tensor-core tiles there).
 std::vector<GemmFamily> layout_choices(WeightFormat f) {
   if (f == WeightFormat::int4) return {GemmFamily::automatic, GemmFamily::legacy};
   return {GemmFamily::automatic};
@@ -804,13 +803,12 @@ TEST_CASE("forward on the model shapes") {
         INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::decode) << " with PDL");
         check_forward(layer, m, Routing::uniform, ForwardPath::decode, 2, st.s, true, with_pdl(true));
       }
-      if (fmt == WeightFormat::int4) {  // the row layout (gemm=legacy) at decode sizes
+      if (fmt == WeightFormat::int4) {  // the tensor-core tiles where the default runs the mma family
         ForwardOptions legacy = no_pdl;
         legacy.gemm = GemmFamily::legacy;
-        const TestLayer rows(d, case_seed(), st.s, legacy);
-        for (int m : {1, 2, 8}) {
+        for (int m : {16, 64}) {
           INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=legacy");
-          check_forward(rows, m, Routing::uniform, ForwardPath::automatic, 2, st.s, false, legacy);
+          check_forward(layer, m, Routing::uniform, ForwardPath::automatic, 2, st.s, false, legacy);
         }
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -1270,8 +1268,10 @@ TEST_CASE("forward rejects bad arguments with the values named") {
   // int4 weights in one layout, options that read the other: refused, both named.
   MoeDims d4 = d;
   d4.format = WeightFormat::int4;
-  const TestLayer fragments(d4, 1, st.s);  // gemm=auto: the fragment layout
-  Forward f4(fragments, 4, 2, nullptr, ForwardPath::automatic, st.s);
+  ForwardOptions mma;
+  mma.gemm = GemmFamily::mma;
+  const TestLayer fragments(d4, 1, st.s, mma);  // gemm=mma: the fragment layout
+  Forward f4(fragments, 4, 2, nullptr, ForwardPath::automatic, st.s, mma);
   a = f4.args;
   a.options.gemm = GemmFamily::legacy;
   CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("mma-fragments layout, but these options (gemm=legacy) read the rows layout"),
