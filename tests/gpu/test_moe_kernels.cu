@@ -597,7 +597,7 @@ ForwardOptions with_pdl(bool on) {
 
 // The expert GEMM choices a format's layers run under: for int4 the default (the mma family
 // on the row layout from M=9 to 64) and gemm=legacy (the tensor-core tiles there).
-std::vector<GemmFamily> layout_choices(WeightFormat f) {
+std::vector<GemmFamily> gemm_choices(WeightFormat f) {
   if (f == WeightFormat::int4) return {GemmFamily::automatic, GemmFamily::legacy};
   return {GemmFamily::automatic};
 }
@@ -728,7 +728,7 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
   double worst = 0;
   for (const Shape& sh : tiny_shapes())
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4})
-      for (GemmFamily gemm : layout_choices(fmt)) {
+      for (GemmFamily gemm : gemm_choices(fmt)) {
         MoeDims d = sh.dims;
         d.format = fmt;
         ForwardOptions base = with_pdl(false);  // the main loop without PDL; PDL runs follow
@@ -751,7 +751,7 @@ TEST_CASE("forward on tiny shapes: every M, both formats, both routings, both pa
   // The same with programmatic dependent launch between the decode kernels.
   for (const Shape& sh : tiny_shapes())
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4})
-      for (GemmFamily gemm : layout_choices(fmt)) {
+      for (GemmFamily gemm : gemm_choices(fmt)) {
         MoeDims d = sh.dims;
         d.format = fmt;
         ForwardOptions options = with_pdl(true);
