@@ -60,14 +60,7 @@ const Field kFields[] = {
                         : v == "rounds" ? TopKSelect::rounds
                                         : TopKSelect::automatic;
      }},
-    {[](const ForwardOptions& o) -> std::string {
-       switch (o.gemm) {
-         case GemmFamily::legacy: return "legacy";
-         case GemmFamily::mma: return "mma";
-         case GemmFamily::automatic: break;
-       }
-       return "auto";
-     },
+    {[](const ForwardOptions& o) -> std::string { return kernels::to_string(o.gemm); },
      [](ForwardOptions& o, std::string_view v) {
        o.gemm = v == "legacy" ? GemmFamily::legacy : v == "mma" ? GemmFamily::mma : GemmFamily::automatic;
      }},

@@ -261,8 +261,7 @@ void enqueue_grouped_rows(const GroupedRowsArgs& a, cudaStream_t stream) {
   if (!a.experts.gate_up || !a.experts.down) bad("the expert table is null");
   if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
     bad("int4 weights need their scale tables");
-  if (d.format == WeightFormat::int4 && a.experts.int4_layout != int4_layout(a.options))
-    bad("the int4 weights are not in the layout these options read (int4_layout, forward_options.hpp)");
+  if (const std::string m = int4_layout_mismatch(d.format, a.experts, a.options); !m.empty()) bad(m);
   const GroupedRowsLayout l = grouped_rows_layout(d, a.wire, a.local_experts);
   if (!a.scratch || a.scratch_bytes < l.total)
     bad("scratch of " + std::to_string(a.scratch_bytes) + " bytes, " + std::to_string(l.total) + " needed");

@@ -73,31 +73,29 @@ struct ExpertMmaWarp : DecodeWalk {
         vecs_per_row(params.k_len / (kInt4 ? 32 : 8)),
         paired(kGateUp ? params.out_rows : 0) {}
 
+  // Vector (half, n, c) of tile t, group g (int4_mma_layout.hpp) in the layout L.
+  __device__ std::size_t int4_vector_index(int t, int g, int half, int n, int c) const {
+    if constexpr (kRowLayout) return int4_mma_layout::row_layout_vector_index(p.k_len, t, g, half, n, c, paired);
+    return int4_mma_layout::vector_index(p.k_len, t, g, half, n, c);
+  }
+
   __device__ void issue(Slot& s, const PieceCursor& c) const {
     const Entry& e = tables.entries[c.entry];
     const int tile = c.pair_row, seg = c.segment(), n = lane >> 2, q = lane & 3, k_len = p.k_len;
     if constexpr (kInt4) {
       // A partial last group has fewer vectors a row; lanes past them load nothing (their codes
       // meet zero activations in consume).
-      if constexpr (kRowLayout) {
+      if (q < int4_mma_layout::group_quads(k_len, seg)) {
+        s.w[0] = __ldcs(e.weights + int4_vector_index(tile, seg, 0, n, q));
+        s.w[1] = __ldcs(e.weights + int4_vector_index(tile, seg, 1, n, q));
+      } else {
+        s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
+      }
+      if constexpr (kRowLayout) {  // the pair (row n low, row n + 8 high), as the fragment layout holds it
         using int4_mma_layout::row_layout_scale_index;
-        using int4_mma_layout::row_layout_vector_index;
-        if (q < int4_mma_layout::group_quads(k_len, seg)) {
-          s.w[0] = __ldcs(e.weights + row_layout_vector_index(k_len, tile, seg, 0, n, q, paired));
-          s.w[1] = __ldcs(e.weights + row_layout_vector_index(k_len, tile, seg, 1, n, q, paired));
-        } else {
-          s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
-        }
-        // The pair (row n low, row n + 8 high), as the fragment layout stores it.
         s.scales = static_cast<std::uint32_t>(__ldg(e.scales + row_layout_scale_index(k_len, tile, seg, n, paired))) |
                    static_cast<std::uint32_t>(__ldg(e.scales + row_layout_scale_index(k_len, tile, seg, n + 8, paired))) << 16;
       } else {
-        if (q < int4_mma_layout::group_quads(k_len, seg)) {
-          s.w[0] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 0, n, q));
-          s.w[1] = __ldcs(e.weights + int4_mma_layout::vector_index(k_len, tile, seg, 1, n, q));
-        } else {
-          s.w[0] = s.w[1] = make_uint4(0u, 0u, 0u, 0u);
-        }
         s.scales = __ldg(reinterpret_cast<const std::uint32_t*>(e.scales) + int4_mma_layout::scale_pair_index(k_len, tile, seg, n));
       }
     } else {

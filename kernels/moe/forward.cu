@@ -90,11 +90,7 @@ void validate_forward_args(const MoeForwardArgs& a) {
   if (!a.experts.gate_up || !a.experts.down) bad("expert table gate_up/down is null");
   if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
     bad("int4 format needs gate_up_scales and down_scales tables");
-  if (d.format == WeightFormat::int4 && a.experts.int4_layout != int4_layout(a.options))
-    bad(std::string("int4 weights in the ") + std::string(to_string(a.experts.int4_layout)) +
-        " layout, but these options (gemm=" +
-        (a.options.gemm == GemmFamily::mma ? "mma" : a.options.gemm == GemmFamily::legacy ? "legacy" : "auto") +
-        ") read the " + std::string(to_string(int4_layout(a.options))) + " layout");
+  if (const std::string m = int4_layout_mismatch(d.format, a.experts, a.options); !m.empty()) bad(m);
   if (!a.scratch) bad("scratch is null");
   const std::size_t need = forward_scratch_bytes(d, a.m);
   if (a.scratch_bytes < need)
@@ -104,6 +100,12 @@ void validate_forward_args(const MoeForwardArgs& a) {
   if (reinterpret_cast<std::uintptr_t>(a.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.out) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(a.router) % 16 != 0)
     bad("x, out and router must be 16-byte aligned");
+}
+
+std::string int4_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options) {
+  if (format != WeightFormat::int4 || experts.int4_layout == int4_layout(options)) return {};
+  return "int4 weights in the " + std::string(to_string(experts.int4_layout)) + " layout, but these options (gemm=" +
+         to_string(options.gemm) + ") read the " + std::string(to_string(int4_layout(options))) + " layout";
 }
 
 bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode) {

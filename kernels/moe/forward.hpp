@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "kernels/moe/forward_options.hpp"
 #include "kernels/moe/moe_types.hpp"
@@ -107,6 +108,10 @@ struct MoeForwardArgs {
 
 // Throws moe::Error naming the bad value; forward calls it first.
 void validate_forward_args(const MoeForwardArgs& args);
+
+// Empty when `experts` holds its int4 codes where `options` read them (int4_layout), else what
+// differs, both layouts named; bf16 has one layout.
+std::string int4_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options);
 
 // The path the forward will take for these args on the current device (automatic resolved;
 // tensor_core becomes decode on devices without bf16 tensor cores, sm_75).

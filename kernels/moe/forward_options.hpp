@@ -29,6 +29,10 @@ enum class TopKSelect : int { automatic, ranks, rounds };
 // weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
 // follow this choice. automatic: the rule of runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma };
+// Its value as the switch `gemm` spells it.
+constexpr const char* to_string(GemmFamily g) {
+  return g == GemmFamily::legacy ? "legacy" : g == GemmFamily::mma ? "mma" : "auto";
+}
 
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
 // it received: rows, the per-row SIMT kernel (kernels/ep/expert_rows.cu, bf16), or grouped: the
