@@ -12,6 +12,11 @@
 #                                   three, see below)
 #   MOEBENCH_SANITIZER_SPLIT        1 (default): one run per test case of each test binary; 0:
 #                                   one run per binary
+#   MOEBENCH_SANITIZER_VARIANTS     runs every test case once per variant: variants separated by
+#                                   spaces, each one or more VAR=VALUE joined by '+', e.g.
+#                                   "MOE_TEST_FORMATS=bf16+MOE_TEST_M=1 MOE_TEST_FORMATS=int4", so
+#                                   a case that outlasts a time limit under racecheck runs in
+#                                   parts (default: one run, the environment as it is)
 #   MOEBENCH_SANITIZER_TEST_ARGS     doctest arguments of every test binary (default: leave out
 #                                   the test cases that plant a mutation on purpose and the
 #                                   model shapes; see below)
@@ -20,6 +25,8 @@
 #   MOE_TEST_SHAPES                 shape names the route comparisons of test_moe_kernels and
 #                                   test_stages_probe's cases keep (default all; racecheck of a
 #                                   model shape takes minutes, so run one shape a job)
+#   MOE_TEST_FORMATS                bf16, int4 or both (default) for the cases of test_moe_kernels
+#                                   and test_stages_probe that racecheck cannot finish in one go
 #   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
 #   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
 #                                   `moebench list`); "suite" runs them all in one `moebench run`;
@@ -125,6 +132,7 @@ summary=$out/summary.md
   echo "- $("$sanitizer" --version 2>/dev/null | grep -i version | head -1)"
   echo "- moebench run ${run_args[*]}"
   echo "- test binaries: ${test_names[*]}; doctest arguments: ${test_args[*]:-(none)}; MOE_TEST_M=${MOE_TEST_M:-(all)}"
+  echo "- variants: ${MOEBENCH_SANITIZER_VARIANTS:-(none)}"
   echo
   echo "| tool | binary | result | errors | racecheck hazards | exit | seconds | log |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -134,8 +142,11 @@ rows=$out/rows
 mkdir -p "$rows"
 # One (tool, binary) run: the sanitizer's exit code 99 means it found errors. Child processes
 # (moebench runs probes in children) are followed, and their error summaries are added up.
+# variant: VAR=VALUE assignments joined by '+' (or empty), set for this run only.
 run_one() {
-  local seq=$1 tool=$2 label=$3; shift 3
+  local seq=$1 tool=$2 label=$3 variant=$4; shift 4
+  local -a assignments=()
+  [[ -n $variant ]] && IFS=+ read -r -a assignments <<<"$variant"
   local log=$out/$tool-$label.log start rc errors result
   start=$(date +%s)
   local run_limit=$limit
@@ -143,7 +154,7 @@ run_one() {
     run_limit=$((t_start + deadline - start))
   fi
   # TERM, not INT: a background job of a script ignores SIGINT, and so would its children.
-  timeout --signal=TERM --kill-after=20 "$run_limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+  env "${assignments[@]}" timeout --signal=TERM --kill-after=20 "$run_limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
     --target-processes all --print-limit 200 "$@" >"$log" 2>&1
   rc=$?
   # One "ERROR SUMMARY: N errors" per process (not the "N errors were not printed" line).
@@ -172,8 +183,9 @@ run_one() {
   echo "compute-sanitizer: $tool $label: $result ($errors errors${hazards:+, $hazards hazards}, exit $rc)" >&2
 }
 
-# Starts one run in the background once fewer than $jobs are running; rows are numbered in
-# the order they were asked for, so the summary reads the same whatever finished first.
+# Starts one run (tool, label, variant, command...) in the background once fewer than $jobs are
+# running; rows are numbered in the order they were asked for, so the summary reads the same
+# whatever finished first.
 seq=0
 start_run() {
   while (($(jobs -rp | wc -l) >= jobs)); do wait -n; done
@@ -188,7 +200,18 @@ start_run() {
 # With MOEBENCH_SANITIZER_SPLIT=1 (the default) each test case is its own run: the slowest case
 # under racecheck no longer holds the others back, and a timeout names the case.
 split=${MOEBENCH_SANITIZER_SPLIT:-1}
+read -r -a variants <<<"${MOEBENCH_SANITIZER_VARIANTS:-}"
+for v in "${variants[@]}"; do
+  [[ $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[^+]*(\+[A-Za-z_][A-Za-z0-9_]*=[^+]*)*$ ]] ||
+    { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_VARIANTS: '$v' is not VAR=VALUE[+VAR=VALUE...]" >&2; exit 2; }
+done
+((${#variants[@]})) || variants=("")
 legend=()  # which test case each numbered row ran
+for j in "${!variants[@]}"; do
+  [[ -n ${variants[$j]} ]] && legend+=("- v$((j + 1)): ${variants[$j]//+/ }")
+done
+# A row's label: the binary, its case's number, and the variant's (with variants given).
+variant_label() { ((${#variants[@]} > 1)) || [[ -n ${variants[0]} ]] && echo "-v$(($1 + 1))"; }
 for name in "${test_names[@]}"; do
   if path=$(find_binary "$name"); then
     cases=()
@@ -198,13 +221,20 @@ for name in "${test_names[@]}"; do
         awk '/^====/ {rule++; next} rule == 1 && !/^\[doctest\]/')
     fi
     if ((${#cases[@]} == 0)); then
-      for tool in "${tools[@]}"; do start_run "$tool" "$name" "$path" "${test_args[@]}"; done
+      for tool in "${tools[@]}"; do
+        for j in "${!variants[@]}"; do
+          start_run "$tool" "$name$(variant_label "$j")" "${variants[$j]}" "$path" "${test_args[@]}"
+        done
+      done
       continue
     fi
     for tool in "${tools[@]}"; do
       for i in "${!cases[@]}"; do
-        # A comma separates doctest filters: '?' matches it (and any other one character).
-        start_run "$tool" "$name-$((i + 1))" "$path" "${test_args[@]}" "--test-case=${cases[$i]//,/?}"
+        for j in "${!variants[@]}"; do
+          # A comma separates doctest filters: '?' matches it (and any other one character).
+          start_run "$tool" "$name-$((i + 1))$(variant_label "$j")" "${variants[$j]}" "$path" "${test_args[@]}" \
+            "--test-case=${cases[$i]//,/?}"
+        done
       done
     done
     for i in "${!cases[@]}"; do legend+=("- $name-$((i + 1)): ${cases[$i]}"); done
@@ -219,9 +249,9 @@ for probe in "${probes[@]}"; do
   [[ $probe == none ]] && continue
   for tool in "${tools[@]}"; do
     if [[ $probe == suite ]]; then
-      start_run "$tool" moebench-run "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
+      start_run "$tool" moebench-run "" "$moebench" run "${run_args[@]}" -o "$out/$tool-report.json"
     else
-      start_run "$tool" "moebench-$probe" "$moebench" run "$probe" "${run_args[@]}" -o "$out/$tool-$probe.json"
+      start_run "$tool" "moebench-$probe" "" "$moebench" run "$probe" "${run_args[@]}" -o "$out/$tool-$probe.json"
     fi
   done
 done
@@ -229,7 +259,7 @@ wait
 cat "$rows"/*.row >>"$summary" 2>/dev/null
 rm -rf "$rows"
 if ((${#legend[@]})); then
-  { echo; echo "Test cases of the numbered rows:"; echo; printf '%s\n' "${legend[@]}"; } >>"$summary"
+  { echo; echo "Test cases and variants of the numbered rows:"; echo; printf '%s\n' "${legend[@]}"; } >>"$summary"
 fi
 # Clean means every row says CLEAN (FAIL verdicts included) or SKIPPED.
 status=0

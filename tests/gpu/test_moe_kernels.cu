@@ -955,7 +955,7 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
   // The tensor-core case at the largest M of the test list, at most 256 (MOE_TEST_M narrows it
   // for slow runs: the sanitizer script's list ends at 64).
   const int large_m = std::min(256, *std::max_element(test_ms().begin(), test_ms().end()));
-  for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+  for (WeightFormat fmt : moe::test::formats_from_env()) {
     MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
     tiny.format = lite.format = fmt;
     gs.push_back({"tiny", tiny, 5});
@@ -1200,7 +1200,7 @@ TEST_CASE("garbage routing in scratch gives wrong numbers, never an illegal addr
     for (int& x : v) x = rng() % 3 == 0 ? specials[rng() % 7] : static_cast<int>(rng());
     return v;
   };
-  for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+  for (WeightFormat fmt : moe::test::formats_from_env()) {
     MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
     tiny.format = lite.format = fmt;
     for (const MoeDims& d : {tiny, lite}) {
@@ -1337,12 +1337,14 @@ TEST_CASE("routing of real configs: grouped choice, correction bias, scale, shar
   moe::test::test_device();
   StreamHolder st;
   int cases = 0;
+  // MOE_TEST_M and MOE_TEST_FORMATS narrow it (racecheck runs it a format and an M at a time).
+  const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 2, 8, 16, 64});
   for (const Shape& sh : routing_feature_shapes())
-    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+    for (WeightFormat fmt : moe::test::formats_from_env()) {
       MoeDims d = sh.dims;
       d.format = fmt;
       CHECK_FALSE(d.plain_routing());
-      check_routing_features(sh.name, d, {1, 2, 8, 16, 64}, 1 << 20, st.s, &cases);
+      check_routing_features(sh.name, d, ms, 1 << 20, st.s, &cases);
     }
   MESSAGE("routing features: " << cases << " cases");
 }
@@ -1366,11 +1368,12 @@ TEST_CASE("routing of real configs: the committed configs' layers") {
   StreamHolder st;
   int cases = 0;
   const std::string dir = std::string(MOEBENCH_FIXTURES_DIR) + "/configs/";
+  const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 16});
   for (const char* model : {"DeepSeek-V3", "Qwen1.5-MoE-A2.7B", "Llama-4-Scout-17B-16E"})
-    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+    for (WeightFormat fmt : moe::test::formats_from_env()) {
       const MoeDims d = moe::load_shape_file(dir + model + "/config.json").dims(fmt);
       // The CPU reference costs slots * 3 * H * I a token: a couple of tokens a case.
-      check_routing_features(model, d, {1, 16}, 2, st.s, &cases);
+      check_routing_features(model, d, ms, 2, st.s, &cases);
     }
   MESSAGE("committed configs: " << cases << " cases");
 }

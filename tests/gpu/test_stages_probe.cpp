@@ -14,8 +14,13 @@ using namespace moe;
 
 namespace {
 
-// MOE_TEST_SHAPES narrows them (compute-sanitizer: a case of both takes over 9 minutes).
+// MOE_TEST_SHAPES, MOE_TEST_M and MOE_TEST_FORMATS narrow them (racecheck: a case at one shape
+// takes over 9 minutes).
 const std::vector<std::string> kShapes = {"deepseek-v2-lite", "qwen3-30b-a3b"};
+const std::vector<int>& stage_ms() {
+  static const std::vector<int> ms = test::ms_from_env("MOE_TEST_M", {1, 8, 64});  // decode kernels, mma, tiles
+  return ms;
+}
 
 std::vector<report::CaseResult> run_stages(const EngineOptions& engine) {
   const Device& dev = test::test_device();
@@ -23,8 +28,9 @@ std::vector<report::CaseResult> run_stages(const EngineOptions& engine) {
   const auto library = load_shape_library(std::filesystem::path(test::fixtures_dir()) / "shapes");
   for (std::size_t i : test::shape_indices_from_env(kShapes)) options.shapes.push_back(resolve_shape(kShapes[i], library));
   options.user_set_shapes = true;
-  options.ms = {1, 8, 64};  // decode kernels, then tensor-core tiles
+  options.ms = stage_ms();
   options.user_set_ms = true;
+  options.formats = test::formats_from_env();
   options.modes = {"eager", "graph"};
   options.max_layers = 4;
   options.engine = engine;
@@ -41,7 +47,9 @@ std::vector<report::CaseResult> run_stages(const EngineOptions& engine) {
 }
 
 void check_cases(const std::vector<report::CaseResult>& cases) {
-  REQUIRE(cases.size() == test::shape_indices_from_env(kShapes).size() * 2 * 3 * 2);  // shapes x formats x M x modes
+  // shapes x formats x M x modes
+  REQUIRE(cases.size() == test::shape_indices_from_env(kShapes).size() * test::formats_from_env().size() *
+                              stage_ms().size() * 2);
   for (const report::CaseResult& c : cases) {
     CAPTURE(c.key());
     const auto& meas = c.measurements.at("main");

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/moe/moe_types.hpp"
+
 namespace moe::test {
 
 // A list of M from the environment variable `name` ("1,4,64"), or `fallback` when unset.
@@ -49,6 +51,24 @@ inline std::vector<std::size_t> shape_indices_from_env(const std::vector<std::st
       std::exit(2);
     }
     kept.push_back(i);
+  }
+  return kept;
+}
+
+// The weight formats MOE_TEST_FORMATS=bf16,int4 keeps, in its order; unset, both (a racecheck
+// run of a model-shape case takes minutes a format).
+inline std::vector<kernels::WeightFormat> formats_from_env() {
+  const char* env = std::getenv("MOE_TEST_FORMATS");
+  if (!env || !*env) return {kernels::WeightFormat::bf16, kernels::WeightFormat::int4};
+  std::vector<kernels::WeightFormat> kept;
+  std::istringstream list(env);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name == "bf16") kept.push_back(kernels::WeightFormat::bf16);
+    else if (name == "int4") kept.push_back(kernels::WeightFormat::int4);
+    else {
+      std::fprintf(stderr, "MOE_TEST_FORMATS='%s': no format '%s' (valid: bf16, int4)\n", env, name.c_str());
+      std::exit(2);
+    }
   }
   return kept;
 }
