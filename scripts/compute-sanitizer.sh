@@ -200,7 +200,8 @@ start_run() {
 # With MOEBENCH_SANITIZER_SPLIT=1 (the default) each test case is its own run: the slowest case
 # under racecheck no longer holds the others back, and a timeout names the case.
 split=${MOEBENCH_SANITIZER_SPLIT:-1}
-read -r -a variants <<<"${MOEBENCH_SANITIZER_VARIANTS:-}"
+# -d '': every line (a long list may be written over several).
+read -r -d '' -a variants <<<"${MOEBENCH_SANITIZER_VARIANTS:-}" || true
 for v in "${variants[@]}"; do
   [[ $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[^+]*(\+[A-Za-z_][A-Za-z0-9_]*=[^+]*)*$ ]] ||
     { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_VARIANTS: '$v' is not VAR=VALUE[+VAR=VALUE...]" >&2; exit 2; }
@@ -211,7 +212,7 @@ for j in "${!variants[@]}"; do
   [[ -n ${variants[$j]} ]] && legend+=("- v$((j + 1)): ${variants[$j]//+/ }")
 done
 # A row's label: the binary, its case's number, and the variant's (with variants given).
-variant_label() { ((${#variants[@]} > 1)) || [[ -n ${variants[0]} ]] && echo "-v$(($1 + 1))"; }
+variant_label() { [[ -n ${MOEBENCH_SANITIZER_VARIANTS:-} ]] && echo "-v$(($1 + 1))"; }
 for name in "${test_names[@]}"; do
   if path=$(find_binary "$name"); then
     cases=()

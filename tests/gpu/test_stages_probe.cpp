@@ -18,7 +18,7 @@ namespace {
 // takes over 9 minutes).
 const std::vector<std::string> kShapes = {"deepseek-v2-lite", "qwen3-30b-a3b"};
 const std::vector<int>& stage_ms() {
-  static const std::vector<int> ms = test::ms_from_env("MOE_TEST_M", {1, 8, 64});  // decode kernels, mma, tiles
+  static const std::vector<int> ms = test::ms_from_env("MOE_TEST_M", {1, 8, 64});  // decode kernels, then the mma family or tiles
   return ms;
 }
 

@@ -63,9 +63,13 @@ inline std::vector<kernels::WeightFormat> formats_from_env() {
   std::vector<kernels::WeightFormat> kept;
   std::istringstream list(env);
   for (std::string name; std::getline(list, name, ',');) {
-    if (name == "bf16") kept.push_back(kernels::WeightFormat::bf16);
-    else if (name == "int4") kept.push_back(kernels::WeightFormat::int4);
-    else {
+    bool known = false;
+    for (kernels::WeightFormat f : {kernels::WeightFormat::bf16, kernels::WeightFormat::int4})
+      if (kernels::to_string(f) == name) {
+        kept.push_back(f);
+        known = true;
+      }
+    if (!known) {
       std::fprintf(stderr, "MOE_TEST_FORMATS='%s': no format '%s' (valid: bf16, int4)\n", env, name.c_str());
       std::exit(2);
     }
