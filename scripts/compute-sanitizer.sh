@@ -27,6 +27,9 @@
 #                                   model shape takes minutes, so run one shape a job)
 #   MOE_TEST_FORMATS                bf16, int4 or both (default) for the cases of test_moe_kernels
 #                                   and test_stages_probe that racecheck cannot finish in one go
+#   MOE_TEST_PART                   k/n: the k-th of n shares of the inner cases of the slowest
+#                                   cases of test_moe_kernels (graph replay, garbage routing, both
+#                                   top-k, the routing features, the committed configs)
 #   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
 #   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
 #                                   `moebench list`); "suite" runs them all in one `moebench run`;
@@ -37,8 +40,9 @@
 #                                   are listed as NOT RUN, so a lent machine's minutes still
 #                                   give a summary
 #   MOEBENCH_SANITIZER_JOBS         (tool, binary) runs at once (default 1); the tools slow the
-#                                   host side as much as the kernels, so on a GPU with memory
-#                                   to spare 4 to 8 jobs finish several times sooner
+#                                   host side as much as the kernels, so 4 to 6 jobs finish
+#                                   several times sooner (a racecheck run holds 8 GB of host
+#                                   memory and more: 9 at once ran a 128 GB host out)
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
 #

@@ -47,6 +47,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -963,8 +964,10 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     if (large_m > decode_max_tokens(fmt, Int4Decode::automatic)) gs.push_back({"deepseek-v2-lite", lite, large_m});
     for (int m : {1, 8, large_m}) gs.push_back({"deepseek-v2-lite", lite, m, GemmFamily::mma});
   }
+  moe::test::TestPart part = moe::test::part_from_env();
   for (int pdl = 0; pdl < 2; ++pdl)
   for (const G& g : gs) {
+    if (!part.take()) continue;
     INFO(g.name << " " << std::string(to_string(g.d.format)) << " m=" << g.m << " pdl=" << pdl << " gemm="
                 << static_cast<int>(g.gemm));
     ForwardOptions options = with_pdl(pdl == 1);
@@ -1108,10 +1111,12 @@ TEST_CASE("the cluster decode route writes the one-kernel route's bits") {
 TEST_CASE("both top-k selections write the same routing bits") {
   moe::test::test_device();
   StreamHolder st;
+  moe::test::TestPart part = moe::test::part_from_env();
   for (const Shape& sh : route_test_shapes()) {
     const TestLayer layer(sh.dims, case_seed(), st.s);
     for (int m : {1, 3, 8, 16, 37})
       for (Routing r : {Routing::uniform, Routing::skewed}) {
+        if (!part.take()) continue;
         INFO(case_name(sh.name, sh.dims, m, r, ForwardPath::automatic));
         const std::uint64_t xseed = case_seed();
         std::vector<float> bias;
@@ -1200,6 +1205,7 @@ TEST_CASE("garbage routing in scratch gives wrong numbers, never an illegal addr
     for (int& x : v) x = rng() % 3 == 0 ? specials[rng() % 7] : static_cast<int>(rng());
     return v;
   };
+  moe::test::TestPart part = moe::test::part_from_env();
   for (WeightFormat fmt : moe::test::formats_from_env()) {
     MoeDims tiny = tiny_shapes()[0].dims, lite = model_shapes()[0].dims;
     tiny.format = lite.format = fmt;
@@ -1207,6 +1213,7 @@ TEST_CASE("garbage routing in scratch gives wrong numbers, never an illegal addr
       const TestLayer layer(d, case_seed(), st.s);
       for (int m : {1, 3, 64}) {
         for (ForwardPath path : {ForwardPath::decode, ForwardPath::tensor_core}) {
+          if (!part.take()) continue;
           INFO(std::string(to_string(fmt)) << " hidden=" << d.hidden << " m=" << m << " "
                                            << std::string(to_string(path)));
           Forward f(layer, m, case_seed(), nullptr, path, st.s);
@@ -1312,19 +1319,21 @@ std::vector<Shape> routing_feature_shapes() {
 // routings where the shape allows (skewed routing forces k experts, which a grouped choice
 // may drop with their groups), with and without programmatic launch.
 void check_routing_features(const char* name, const MoeDims& d, const std::vector<int>& ms, int sample_cap,
-                            cudaStream_t stream, int* cases) {
+                            cudaStream_t stream, moe::test::TestPart& part, int* cases) {
   if (d.scale_input && current_device_sm() < 80) {  // the tensor-core path only (refused below sm_80)
     MESSAGE(name << ": skipped below sm_80");
     return;
   }
-  const TestLayer layer(d, case_seed(), stream);
+  std::optional<TestLayer> layer;  // built for this part's first case (DeepSeek-V3's takes seconds)
   for (int m : ms)
     for (ForwardPath p : {ForwardPath::decode, ForwardPath::tensor_core, ForwardPath::automatic})
       for (Routing r : {Routing::uniform, Routing::skewed}) {
         if (r == Routing::skewed && d.grouped()) continue;
         for (bool pdl : {false, true}) {
+          if (!part.take()) continue;
+          if (!layer) layer.emplace(d, case_seed(), stream);
           INFO(case_name(name, d, m, r, p) << (pdl ? " with PDL" : ""));
-          const CaseStats st = check_forward(layer, m, r, p, sample_cap, stream, m <= 16, with_pdl(pdl));
+          const CaseStats st = check_forward(*layer, m, r, p, sample_cap, stream, m <= 16, with_pdl(pdl));
           ++*cases;
           if (st.near_ties) MESSAGE(name << " m=" << m << ": near-ties " << st.near_ties);
         }
@@ -1339,12 +1348,13 @@ TEST_CASE("routing of real configs: grouped choice, correction bias, scale, shar
   int cases = 0;
   // MOE_TEST_M and MOE_TEST_FORMATS narrow it (racecheck runs it a format and an M at a time).
   const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 2, 8, 16, 64});
+  moe::test::TestPart part = moe::test::part_from_env();
   for (const Shape& sh : routing_feature_shapes())
     for (WeightFormat fmt : moe::test::formats_from_env()) {
       MoeDims d = sh.dims;
       d.format = fmt;
       CHECK_FALSE(d.plain_routing());
-      check_routing_features(sh.name, d, ms, 1 << 20, st.s, &cases);
+      check_routing_features(sh.name, d, ms, 1 << 20, st.s, part, &cases);
     }
   MESSAGE("routing features: " << cases << " cases");
 }
@@ -1369,11 +1379,12 @@ TEST_CASE("routing of real configs: the committed configs' layers") {
   int cases = 0;
   const std::string dir = std::string(MOEBENCH_FIXTURES_DIR) + "/configs/";
   const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 16});
+  moe::test::TestPart part = moe::test::part_from_env();
   for (const char* model : {"DeepSeek-V3", "Qwen1.5-MoE-A2.7B", "Llama-4-Scout-17B-16E"})
     for (WeightFormat fmt : moe::test::formats_from_env()) {
       const MoeDims d = moe::load_shape_file(dir + model + "/config.json").dims(fmt);
       // The CPU reference costs slots * 3 * H * I a token: a couple of tokens a case.
-      check_routing_features(model, d, ms, 2, st.s, &cases);
+      check_routing_features(model, d, ms, 2, st.s, part, &cases);
     }
   MESSAGE("committed configs: " << cases << " cases");
 }

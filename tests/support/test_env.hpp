@@ -2,11 +2,13 @@
 // Lists the GPU tests narrow themselves to from the environment (compute-sanitizer runs: the
 // tools slow every kernel 10-100x, so a run keeps a few M and one model shape). A bad value is
 // exit 2 with the variable, the item and what is valid.
+#include <cctype>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/moe/moe_types.hpp"
@@ -75,6 +77,51 @@ inline std::vector<kernels::WeightFormat> formats_from_env() {
     }
   }
   return kept;
+}
+
+// MOE_TEST_PART=k/n: a slow test case runs only the k-th of n interleaved shares of its inner
+// cases (those whose count, from 0, is k-1 modulo n), so a sanitizer run can split it over n
+// processes that each fit a time limit. Unset, 1/1: every inner case.
+struct TestPart {
+  int k = 1;
+  int n = 1;
+  int seen = 0;
+  // Call once per inner case, in the same order in every part: true for this part's cases.
+  bool take() { return seen++ % n == k - 1; }
+};
+
+// Parses "k/n" (1 <= k <= n <= 1000) into `part`; "" is 1/1. Returns what is wrong, or "".
+inline std::string parse_test_part(std::string_view text, TestPart& part) {
+  part = TestPart{};
+  if (text.empty()) return "";
+  const std::string s(text);
+  const std::size_t slash = s.find('/');
+  auto whole = [](const std::string& t, int& v) {
+    char* end = nullptr;
+    const long x = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0])) || *end || x < 1 || x > 1000) return false;
+    v = static_cast<int>(x);
+    return true;
+  };
+  int k = 0, n = 0;
+  if (slash == std::string::npos || !whole(s.substr(0, slash), k) || !whole(s.substr(slash + 1), n))
+    return "'" + s + "' is not k/n with whole numbers 1 <= k <= n <= 1000";
+  if (k > n) return "'" + s + "': part " + std::to_string(k) + " of " + std::to_string(n) + " does not exist";
+  part.k = k;
+  part.n = n;
+  return "";
+}
+
+// MOE_TEST_PART from the environment; a bad value is exit 2 with the message.
+inline TestPart part_from_env() {
+  const char* env = std::getenv("MOE_TEST_PART");
+  TestPart part;
+  const std::string error = parse_test_part(env ? env : "", part);
+  if (!error.empty()) {
+    std::fprintf(stderr, "MOE_TEST_PART=%s\n", error.c_str());
+    std::exit(2);
+  }
+  return part;
 }
 
 }  // namespace moe::test
