@@ -174,6 +174,8 @@ run_one() {
     hazards=$((displayed > reported ? displayed : reported))
   fi
   if ((rc == 124 || rc == 137)); then result=TIMEOUT
+  elif ((rc == 9)) && grep -q "didn't terminate successfully" "$log"; then
+    result="KILLED (signal 9: the host out of memory?)"  # what racecheck runs did, too many at once
   elif ((errors > 0 || rc == 99)); then result=ERRORS
   elif ((${hazards:-0} > 0)); then result=HAZARDS
   elif ((rc == 77)); then result=SKIPPED
