@@ -123,6 +123,13 @@ deadline=${MOEBENCH_SANITIZER_DEADLINE:-}
 [[ -z $deadline || $deadline =~ ^[1-9][0-9]*$ ]] || { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_DEADLINE='$deadline' must be a whole number of seconds >= 1" >&2; exit 2; }
 t_start=$(date +%s)
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_JOBS='$jobs' must be a whole number >= 1" >&2; exit 2; }
+# Variants (checked before anything is written); -d '': every line (a long list may be written
+# over several).
+read -r -d '' -a variants <<<"${MOEBENCH_SANITIZER_VARIANTS:-}" || true
+for v in "${variants[@]}"; do
+  [[ $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[^+]*(\+[A-Za-z_][A-Za-z0-9_]*=[^+]*)*$ ]] ||
+    { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_VARIANTS: '$v' is not VAR=VALUE[+VAR=VALUE...]" >&2; exit 2; }
+done
 out=${MOEBENCH_SANITIZER_OUT:-compute-sanitizer-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -206,12 +213,6 @@ start_run() {
 # With MOEBENCH_SANITIZER_SPLIT=1 (the default) each test case is its own run: the slowest case
 # under racecheck no longer holds the others back, and a timeout names the case.
 split=${MOEBENCH_SANITIZER_SPLIT:-1}
-# -d '': every line (a long list may be written over several).
-read -r -d '' -a variants <<<"${MOEBENCH_SANITIZER_VARIANTS:-}" || true
-for v in "${variants[@]}"; do
-  [[ $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[^+]*(\+[A-Za-z_][A-Za-z0-9_]*=[^+]*)*$ ]] ||
-    { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_VARIANTS: '$v' is not VAR=VALUE[+VAR=VALUE...]" >&2; exit 2; }
-done
 ((${#variants[@]})) || variants=("")
 legend=()  # which test case each numbered row ran
 for j in "${!variants[@]}"; do

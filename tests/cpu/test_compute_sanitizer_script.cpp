@@ -65,13 +65,20 @@ std::string script() {
   return quote((fs::path(MOEBENCH_FIXTURES_DIR).parent_path() / "scripts" / "compute-sanitizer.sh").string());
 }
 
-// The script on the fake bundle with racecheck and no probes, and `settings` before it.
-moe::test::CliResult run_script(const fs::path& dir, const std::string& settings) {
+struct ScriptRun {
+  int exit_code = -1;
+  std::string err;
+  std::string summary;  // out/summary.md, "" when none was written
+};
+
+// The script on a fake bundle in `dir` with racecheck and no probes, `settings` before it.
+ScriptRun run_script(const fs::path& dir, const std::string& settings) {
   const fs::path bin = fake_bundle(dir);
-  return run_shell("env COMPUTE_SANITIZER=" + quote((bin / "fake-sanitizer").string()) +
+  const auto cli = run_shell("env COMPUTE_SANITIZER=" + quote((bin / "fake-sanitizer").string()) +
                    " MOEBENCH_SANITIZER_TOOLS=racecheck MOEBENCH_SANITIZER_PROBES=none"
                    " MOEBENCH_SANITIZER_TESTS=test_fake MOEBENCH_SANITIZER_OUT=" + quote((dir / "out").string()) +
                    " " + settings + " " + script() + " " + quote(bin.string()));
+  return {cli.exit_code, cli.err, read_text(dir / "out" / "summary.md")};
 }
 
 }  // namespace
@@ -82,8 +89,7 @@ TEST_CASE("compute-sanitizer.sh: a run a test case and variant, each read from i
                                      quote("MOE_TEST_PART=1/2 MOE_TEST_PART=2/2+FAKE_HAZARDS=2\n"
                                            "  FAKE_EXIT=9 FAKE_ERRORS=1"));
   INFO(r.err);
-  const std::string summary = read_text(dir / "out" / "summary.md");
-  INFO(summary);
+  INFO(r.summary);
   CHECK(r.exit_code == 1);  // not every run was clean
   // Rows in the order asked for, whichever finished first: case, then variant.
   const char* rows[] = {
@@ -97,12 +103,12 @@ TEST_CASE("compute-sanitizer.sh: a run a test case and variant, each read from i
   std::size_t at = 0;
   for (const char* row : rows) {
     CAPTURE(row);
-    const std::size_t found = summary.find(row, at);
+    const std::size_t found = r.summary.find(row, at);
     REQUIRE(found != std::string::npos);
     at = found;
   }
-  CHECK(summary.find("- v2: MOE_TEST_PART=2/2 FAKE_HAZARDS=2") != std::string::npos);
-  CHECK(summary.find("- test_fake-1: case one, with a comma") != std::string::npos);
+  CHECK(r.summary.find("- v2: MOE_TEST_PART=2/2 FAKE_HAZARDS=2") != std::string::npos);
+  CHECK(r.summary.find("- test_fake-1: case one, with a comma") != std::string::npos);
   // Each run names its one case (its comma a '?': doctest splits filters on commas) and sees
   // its variant's variables.
   const std::string log = read_text(dir / "out" / "racecheck-test_fake-1-v2.log");
@@ -116,20 +122,18 @@ TEST_CASE("compute-sanitizer.sh: every run clean is exit 0") {
   const auto r = run_script(dir, "MOEBENCH_SANITIZER_JOBS=2");
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  const std::string summary = read_text(dir / "out" / "summary.md");
-  CHECK(summary.find("| racecheck | test_fake-1 | CLEAN |") != std::string::npos);
-  CHECK(summary.find("| racecheck | test_fake-2 | CLEAN |") != std::string::npos);
+  for (const char* row : {"| racecheck | test_fake-1 | CLEAN |", "| racecheck | test_fake-2 | CLEAN |"})
+    CHECK_MESSAGE(r.summary.find(row) != std::string::npos, row);
 }
 
 TEST_CASE("compute-sanitizer.sh: a deadline stops the run in progress and lists the rest as not run") {
   const fs::path dir = moe::test::scratch_dir("sanitizer-script-deadline");
   const auto r = run_script(dir, "FAKE_SLEEP=60 MOEBENCH_SANITIZER_DEADLINE=12");
   INFO(r.err);
+  INFO(r.summary);
   CHECK(r.exit_code == 1);
-  const std::string summary = read_text(dir / "out" / "summary.md");
-  INFO(summary);
-  CHECK(summary.find("| racecheck | test_fake-1 | TIMEOUT |") != std::string::npos);
-  CHECK(summary.find("| racecheck | test_fake-2 | NOT RUN (deadline) |") != std::string::npos);
+  CHECK(r.summary.find("| racecheck | test_fake-1 | TIMEOUT |") != std::string::npos);
+  CHECK(r.summary.find("| racecheck | test_fake-2 | NOT RUN (deadline) |") != std::string::npos);
 }
 
 TEST_CASE("compute-sanitizer.sh: bad settings name the value") {
@@ -137,6 +141,7 @@ TEST_CASE("compute-sanitizer.sh: bad settings name the value") {
   const auto bad_variant = run_script(dir, "MOEBENCH_SANITIZER_VARIANTS=" + quote("MOE_TEST_M=1 not-a-variant"));
   CHECK(bad_variant.exit_code == 2);
   CHECK(bad_variant.err.find("'not-a-variant' is not VAR=VALUE") != std::string::npos);
+  CHECK(bad_variant.summary.empty());  // refused before anything ran
   const auto bad_jobs = run_script(dir, "MOEBENCH_SANITIZER_JOBS=0");
   CHECK(bad_jobs.exit_code == 2);
   CHECK(bad_jobs.err.find("MOEBENCH_SANITIZER_JOBS='0'") != std::string::npos);
