@@ -75,9 +75,10 @@ struct ScriptRun {
 ScriptRun run_script(const fs::path& dir, const std::string& settings) {
   const fs::path bin = fake_bundle(dir);
   const auto cli = run_shell("env COMPUTE_SANITIZER=" + quote((bin / "fake-sanitizer").string()) +
-                   " MOEBENCH_SANITIZER_TOOLS=racecheck MOEBENCH_SANITIZER_PROBES=none"
-                   " MOEBENCH_SANITIZER_TESTS=test_fake MOEBENCH_SANITIZER_OUT=" + quote((dir / "out").string()) +
-                   " " + settings + " " + script() + " " + quote(bin.string()));
+                             " MOEBENCH_SANITIZER_TOOLS=racecheck MOEBENCH_SANITIZER_PROBES=none"
+                             " MOEBENCH_SANITIZER_TESTS=test_fake MOEBENCH_SANITIZER_OUT=" +
+                             quote((dir / "out").string()) + " " + settings + " " + script() + " " +
+                             quote(bin.string()));
   return {cli.exit_code, cli.err, read_text(dir / "out" / "summary.md")};
 }
 
