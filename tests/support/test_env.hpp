@@ -15,6 +15,15 @@
 
 namespace moe::test {
 
+// `text` as a whole number in [lo, hi], digits only (no sign, no spaces), into `v`.
+inline bool whole_number(const std::string& text, long lo, long hi, int& v) {
+  char* end = nullptr;
+  const long x = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end || x < lo || x > hi) return false;
+  v = static_cast<int>(x);
+  return true;
+}
+
 // A list of M from the environment variable `name` ("1,4,64"), or `fallback` when unset.
 inline std::vector<int> ms_from_env(const char* name, std::vector<int> fallback) {
   const char* env = std::getenv(name);
@@ -22,13 +31,12 @@ inline std::vector<int> ms_from_env(const char* name, std::vector<int> fallback)
   std::vector<int> v;
   std::istringstream list(env);
   for (std::string item; std::getline(list, item, ',');) {
-    char* end = nullptr;
-    const long m = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end || m < 1 || m > 65536) {
+    int m = 0;
+    if (!whole_number(item, 1, 65536, m)) {
       std::fprintf(stderr, "%s='%s': '%s' is not a whole number 1..65536\n", name, env, item.c_str());
       std::exit(2);
     }
-    v.push_back(static_cast<int>(m));
+    v.push_back(m);
   }
   return v;
 }
@@ -96,15 +104,9 @@ inline std::string parse_test_part(std::string_view text, TestPart& part) {
   if (text.empty()) return "";
   const std::string s(text);
   const std::size_t slash = s.find('/');
-  auto whole = [](const std::string& t, int& v) {
-    char* end = nullptr;
-    const long x = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0])) || *end || x < 1 || x > 1000) return false;
-    v = static_cast<int>(x);
-    return true;
-  };
   int k = 0, n = 0;
-  if (slash == std::string::npos || !whole(s.substr(0, slash), k) || !whole(s.substr(slash + 1), n))
+  if (slash == std::string::npos || !whole_number(s.substr(0, slash), 1, 1000, k) ||
+      !whole_number(s.substr(slash + 1), 1, 1000, n))
     return "'" + s + "' is not k/n with whole numbers 1 <= k <= n <= 1000";
   if (k > n) return "'" + s + "': part " + std::to_string(k) + " of " + std::to_string(n) + " does not exist";
   part.k = k;
