@@ -41,8 +41,8 @@
 #                                   give a summary
 #   MOEBENCH_SANITIZER_JOBS         (tool, binary) runs at once (default 1); the tools slow the
 #                                   host side as much as the kernels, so 4 to 6 jobs finish
-#                                   several times sooner (a racecheck run holds 8 GB of host
-#                                   memory and more: 9 at once ran a 128 GB host out)
+#                                   several times sooner (under racecheck a test process grows
+#                                   to 8-30 GB of host memory: 9 at once ran a 128 GB host out)
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
 #
