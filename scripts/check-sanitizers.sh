@@ -19,7 +19,10 @@ export PATH="$PATH:/usr/local/cuda/bin"
 # ptxas: the build takes about half as long). With a GPU, build for it as build.sh does.
 archs=${MOEBENCH_SANITIZE_CUDA_ARCHITECTURES:-}
 if [[ -z "$archs" ]] && ! nvidia-smi -L >/dev/null 2>&1; then archs=90a-virtual; fi
-args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Build type Debug (-O0 -g, asserts on) unless MOEBENCH_SANITIZE_BUILD_TYPE says otherwise: the
+# instrumented host code compiles about 3x faster than at RelWithDebInfo's -O2, which had made
+# this CI's longest stage.
+args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${MOEBENCH_SANITIZE_BUILD_TYPE:-Debug}"
       -DMOEBENCH_SANITIZE="${MOEBENCH_SANITIZE:-address,undefined}"
       -DMOEBENCH_BUILD_MICROBENCH=OFF)
 if [[ -n "$archs" ]]; then args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs"); fi

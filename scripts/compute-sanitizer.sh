@@ -43,6 +43,10 @@
 #                                   host side as much as the kernels, so 4 to 6 jobs finish
 #                                   several times sooner (under racecheck a test process grows
 #                                   to 8-30 GB of host memory: 9 at once ran a 128 GB host out)
+#   MOEBENCH_SANITIZER_ARGS         more compute-sanitizer options, for every run (default none),
+#                                   e.g. "--filter kns=route --launch-count 4": check only
+#                                   some kernels' launches where a whole case outlasts a call;
+#                                   recorded in the summary, since such a CLEAN covers only those
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
 #
@@ -130,6 +134,11 @@ for v in "${variants[@]}"; do
   [[ $v =~ ^[A-Za-z_][A-Za-z0-9_]*=[^+]*(\+[A-Za-z_][A-Za-z0-9_]*=[^+]*)*$ ]] ||
     { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_VARIANTS: '$v' is not VAR=VALUE[+VAR=VALUE...]" >&2; exit 2; }
 done
+read -r -a sanitizer_args <<<"${MOEBENCH_SANITIZER_ARGS:-}"
+for a in "${sanitizer_args[@]}"; do
+  [[ $a == --tool || $a == --tool=* ]] &&
+    { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_ARGS: '--tool' is set by MOEBENCH_SANITIZER_TOOLS" >&2; exit 2; }
+done
 out=${MOEBENCH_SANITIZER_OUT:-compute-sanitizer-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -144,6 +153,7 @@ summary=$out/summary.md
   echo "- moebench run ${run_args[*]}"
   echo "- test binaries: ${test_names[*]}; doctest arguments: ${test_args[*]:-(none)}; MOE_TEST_M=${MOE_TEST_M:-(all)}"
   echo "- variants: ${MOEBENCH_SANITIZER_VARIANTS:-(none)}"
+  echo "- compute-sanitizer options: ${sanitizer_args[*]:-(none: every kernel launch checked)}"
   echo
   echo "| tool | binary | result | errors | racecheck hazards | exit | seconds | log |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -166,7 +176,7 @@ run_one() {
   fi
   # TERM, not INT: a background job of a script ignores SIGINT, and so would its children.
   env "${assignments[@]}" timeout --signal=TERM --kill-after=20 "$run_limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
-    --target-processes all --print-limit 200 "$@" >"$log" 2>&1
+    --target-processes all --print-limit 200 "${sanitizer_args[@]}" "$@" >"$log" 2>&1
   rc=$?
   # One "ERROR SUMMARY: N errors" per process (not the "N errors were not printed" line).
   errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?$' "$log" | awk '{n += $3} END {print n + 0}')

@@ -48,8 +48,9 @@ fs::path fake_bundle(const fs::path& dir) {
   write_executable(bin / "fake-sanitizer",
                    "#!/bin/sh\n"
                    "[ \"$1\" = --version ] && { echo 'fake sanitizer Version 0.0'; exit 0; }\n"
+                   "echo \"sanitizer arguments: $*\"\n"
                    "while [ $# -gt 0 ]; do case $1 in\n"
-                   "  --tool|--error-exitcode|--target-processes|--print-limit) shift 2 ;;\n"
+                   "  --*) shift 2 ;;\n"
                    "  *) break ;; esac; done\n"
                    "\"$@\"; rc=$?\n"
                    "[ $rc -ne 0 ] && echo \"========= Error: process didn't terminate successfully\"\n"
@@ -127,6 +128,21 @@ TEST_CASE("compute-sanitizer.sh: every run clean is exit 0") {
     CHECK_MESSAGE(r.summary.find(row) != std::string::npos, row);
 }
 
+TEST_CASE("compute-sanitizer.sh: more sanitizer options reach every run and the summary") {
+  const fs::path dir = moe::test::scratch_dir("sanitizer-script-args");
+  const auto r = run_script(dir, "MOEBENCH_SANITIZER_ARGS=" + quote("--filter kns=route  --launch-count 4"));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.summary.find("- compute-sanitizer options: --filter kns=route --launch-count 4\n") != std::string::npos);
+  for (const char* log : {"racecheck-test_fake-1.log", "racecheck-test_fake-2.log"}) {
+    CAPTURE(log);
+    CHECK(read_text(dir / "out" / log).find("--print-limit 200 --filter kns=route --launch-count 4 ") !=
+          std::string::npos);
+  }
+  const auto plain = run_script(moe::test::scratch_dir("sanitizer-script-no-args"), "");
+  CHECK(plain.summary.find("- compute-sanitizer options: (none: every kernel launch checked)") != std::string::npos);
+}
+
 TEST_CASE("compute-sanitizer.sh: a deadline stops the run in progress and lists the rest as not run") {
   const fs::path dir = moe::test::scratch_dir("sanitizer-script-deadline");
   const auto r = run_script(dir, "FAKE_SLEEP=60 MOEBENCH_SANITIZER_DEADLINE=12");
@@ -143,6 +159,9 @@ TEST_CASE("compute-sanitizer.sh: bad settings name the value") {
   CHECK(bad_variant.exit_code == 2);
   CHECK(bad_variant.err.find("'not-a-variant' is not VAR=VALUE") != std::string::npos);
   CHECK(bad_variant.summary.empty());  // refused before anything ran
+  const auto tool_in_args = run_script(dir, "MOEBENCH_SANITIZER_ARGS=" + quote("--tool memcheck"));
+  CHECK(tool_in_args.exit_code == 2);
+  CHECK(tool_in_args.err.find("'--tool' is set by MOEBENCH_SANITIZER_TOOLS") != std::string::npos);
   const auto bad_jobs = run_script(dir, "MOEBENCH_SANITIZER_JOBS=0");
   CHECK(bad_jobs.exit_code == 2);
   CHECK(bad_jobs.err.find("MOEBENCH_SANITIZER_JOBS='0'") != std::string::npos);
