@@ -44,8 +44,9 @@
 #                                   several times sooner (under racecheck a test process grows
 #                                   to 8-30 GB of host memory: 9 at once ran a 128 GB host out)
 #   MOEBENCH_SANITIZER_ARGS         more compute-sanitizer options, for every run (default none),
-#                                   e.g. "--filter kns=route --launch-count 4": check only
-#                                   some kernels' launches where a whole case outlasts a call;
+#                                   e.g. "--kernel-name kns=route": check only some kernels
+#                                   where a whole case outlasts a call (checked first: a
+#                                   refused option is exit 2 before any run);
 #                                   recorded in the summary, since such a CLEAN covers only those
 #   MOEBENCH_SANITIZER_OUT          output folder (default compute-sanitizer-YYYYmmdd-HHMMSS)
 #   COMPUTE_SANITIZER               the compute-sanitizer binary (default: PATH, then CUDA's bin)
@@ -139,6 +140,18 @@ for a in "${sanitizer_args[@]}"; do
   [[ $a == --tool || $a == --tool=* ]] &&
     { echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_ARGS: '--tool' is set by MOEBENCH_SANITIZER_TOOLS" >&2; exit 2; }
 done
+# The tool's own parse of them, on a target that needs no GPU: options differ between releases
+# (2025.3 has --kernel-name where older ones had --filter), and a refused one would otherwise
+# fail every run of a lent machine's call at once.
+if ((${#sanitizer_args[@]})); then
+  for tool in "${tools[@]}"; do
+    if ! refusal=$(timeout 60 "$sanitizer" --tool "$tool" --require-cuda-init no "${sanitizer_args[@]}" "$(type -P true)" 2>&1); then
+      echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_ARGS='${sanitizer_args[*]}': $tool refused them:" \
+           "$(head -1 <<<"$refusal") ('$sanitizer --help' lists its options)" >&2
+      exit 2
+    fi
+  done
+fi
 out=${MOEBENCH_SANITIZER_OUT:-compute-sanitizer-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

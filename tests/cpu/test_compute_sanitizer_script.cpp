@@ -48,6 +48,8 @@ fs::path fake_bundle(const fs::path& dir) {
   write_executable(bin / "fake-sanitizer",
                    "#!/bin/sh\n"
                    "[ \"$1\" = --version ] && { echo 'fake sanitizer Version 0.0'; exit 0; }\n"
+                   // Refuses an option as compute-sanitizer 2025.3 does, before any target runs.
+                   "for a; do [ \"$a\" = --filter ] && { echo \"unrecognised option '--filter'\"; exit 255; }; done\n"
                    "echo \"sanitizer arguments: $*\"\n"
                    "while [ $# -gt 0 ]; do case $1 in\n"
                    "  --*) shift 2 ;;\n"
@@ -130,17 +132,30 @@ TEST_CASE("compute-sanitizer.sh: every run clean is exit 0") {
 
 TEST_CASE("compute-sanitizer.sh: more sanitizer options reach every run and the summary") {
   const fs::path dir = moe::test::scratch_dir("sanitizer-script-args");
-  const auto r = run_script(dir, "MOEBENCH_SANITIZER_ARGS=" + quote("--filter kns=route  --launch-count 4"));
+  const auto r =
+      run_script(dir, "MOEBENCH_SANITIZER_ARGS=" + quote("--kernel-name kns=route  --kernel-name-exclude kns=cluster"));
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.summary.find("- compute-sanitizer options: --filter kns=route --launch-count 4\n") != std::string::npos);
+  CHECK(r.summary.find("- compute-sanitizer options: --kernel-name kns=route --kernel-name-exclude kns=cluster\n") !=
+        std::string::npos);
   for (const char* log : {"racecheck-test_fake-1.log", "racecheck-test_fake-2.log"}) {
     CAPTURE(log);
-    CHECK(read_text(dir / "out" / log).find("--print-limit 200 --filter kns=route --launch-count 4 ") !=
+    const std::string text = read_text(dir / "out" / log);
+    CHECK(text.find("--print-limit 200 --kernel-name kns=route --kernel-name-exclude kns=cluster ") !=
           std::string::npos);
   }
   const auto plain = run_script(moe::test::scratch_dir("sanitizer-script-no-args"), "");
   CHECK(plain.summary.find("- compute-sanitizer options: (none: every kernel launch checked)") != std::string::npos);
+}
+
+TEST_CASE("compute-sanitizer.sh: options the tool refuses are exit 2 before any run, its reason named") {
+  const fs::path dir = moe::test::scratch_dir("sanitizer-script-refused-args");
+  const auto r = run_script(dir, "MOEBENCH_SANITIZER_ARGS=" + quote("--filter kns=route"));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("MOEBENCH_SANITIZER_ARGS='--filter kns=route': racecheck refused them: unrecognised option "
+                   "'--filter'") != std::string::npos);
+  CHECK(r.summary.empty());
 }
 
 TEST_CASE("compute-sanitizer.sh: a deadline stops the run in progress and lists the rest as not run") {
