@@ -145,7 +145,8 @@ done
 # fail every run of a lent machine's call at once.
 if ((${#sanitizer_args[@]})); then
   for tool in "${tools[@]}"; do
-    if ! refusal=$(timeout 60 "$sanitizer" --tool "$tool" --require-cuda-init no "${sanitizer_args[@]}" "$(type -P true)" 2>&1); then
+    if ! refusal=$(timeout 60 "$sanitizer" --tool "$tool" --require-cuda-init no "${sanitizer_args[@]}" \
+                     "$(type -P true)" 2>&1); then
       echo "compute-sanitizer.sh: MOEBENCH_SANITIZER_ARGS='${sanitizer_args[*]}': $tool refused them:" \
            "$(head -1 <<<"$refusal") ('$sanitizer --help' lists its options)" >&2
       exit 2
