@@ -42,7 +42,9 @@
 #   MOEBENCH_SANITIZER_JOBS         (tool, binary) runs at once (default 1); the tools slow the
 #                                   host side as much as the kernels, so 4 to 6 jobs finish
 #                                   several times sooner (under racecheck a test process grows
-#                                   to 8-30 GB of host memory: 9 at once ran a 128 GB host out)
+#                                   to 8-30 GB of host memory: 9 at once ran a 128 GB host out;
+#                                   and runs of minutes share the GPU: 8 at once took 2-2.5x
+#                                   as long a run as 4 at once, so 3 or 4 of those)
 #   MOEBENCH_SANITIZER_ARGS         more compute-sanitizer options, for every run (default none),
 #                                   e.g. "--kernel-name kns=route": check only some kernels
 #                                   where a whole case outlasts a call (checked first: a
