@@ -30,6 +30,10 @@
 #   MOE_TEST_PART                   k/n: the k-th of n shares of the inner cases of the slowest
 #                                   cases of test_moe_kernels (graph replay, garbage routing, both
 #                                   top-k, the routing features, the committed configs)
+#   MOE_TEST_REPEAT                 1: test_moe_kernels' forward tests run each case a second
+#                                   time and compare bits; 0 (default here): they leave it out,
+#                                   as under a tool it repeats the first run's launches on the
+#                                   same data and doubles the time
 #   MOEBENCH_SANITIZER_RUN_ARGS     arguments of `moebench run` (default: the small settings below)
 #   MOEBENCH_SANITIZER_PROBES       probes, each run on its own (default: the default suite of
 #                                   `moebench list`); "suite" runs them all in one `moebench run`;
@@ -106,6 +110,7 @@ fi
 default_test_args="--test-case-exclude=*mutation*,forward?on?the?model?shapes*"
 read -r -a test_args <<<"${MOEBENCH_SANITIZER_TEST_ARGS-$default_test_args}"
 export MOE_TEST_M=${MOE_TEST_M-1,2,3,5,64}
+export MOE_TEST_REPEAT=${MOE_TEST_REPEAT-0}
 
 # The default suite on the smallest shapes, two layers an engine and few samples: every probe's
 # kernels and host paths run, in minutes rather than hours under the slowest tool. CUPTI
@@ -167,7 +172,7 @@ summary=$out/summary.md
   echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "- $("$sanitizer" --version 2>/dev/null | grep -i version | head -1)"
   echo "- moebench run ${run_args[*]}"
-  echo "- test binaries: ${test_names[*]}; doctest arguments: ${test_args[*]:-(none)}; MOE_TEST_M=${MOE_TEST_M:-(all)}"
+  echo "- test binaries: ${test_names[*]}; doctest arguments: ${test_args[*]:-(none)}; MOE_TEST_M=${MOE_TEST_M:-(all)}; MOE_TEST_REPEAT=${MOE_TEST_REPEAT:-(1)}"
   echo "- variants: ${MOEBENCH_SANITIZER_VARIANTS:-(none)}"
   echo "- compute-sanitizer options: ${sanitizer_args[*]:-(none: every kernel launch checked)}"
   echo

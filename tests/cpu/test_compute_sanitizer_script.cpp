@@ -23,9 +23,9 @@ void write_executable(const fs::path& path, const std::string& text) {
 }
 
 // A bundle folder: moebench (its --version only), test_fake (two test cases; a run prints its
-// arguments and MOE_TEST_PART, sleeps FAKE_SLEEP seconds, exits FAKE_EXIT) and a sanitizer
-// that runs the command and writes the tail a real racecheck run writes, with FAKE_HAZARDS
-// hazards and FAKE_ERRORS errors.
+// arguments, MOE_TEST_PART and MOE_TEST_REPEAT, sleeps FAKE_SLEEP seconds, exits FAKE_EXIT)
+// and a sanitizer that runs the command and writes the tail a real racecheck run writes, with
+// FAKE_HAZARDS hazards and FAKE_ERRORS errors.
 fs::path fake_bundle(const fs::path& dir) {
   const fs::path bin = dir / "bin";
   fs::create_directories(bin);
@@ -43,6 +43,7 @@ fs::path fake_bundle(const fs::path& dir) {
                    "fi; done\n"
                    "echo \"args: $*\"\n"
                    "echo \"part: ${MOE_TEST_PART:-none}\"\n"
+                   "echo \"repeat: ${MOE_TEST_REPEAT-unset}\"\n"
                    "[ -n \"$FAKE_SLEEP\" ] && sleep \"$FAKE_SLEEP\"\n"
                    "exit ${FAKE_EXIT:-0}\n");
   write_executable(bin / "fake-sanitizer",
@@ -119,6 +120,18 @@ TEST_CASE("compute-sanitizer.sh: a run a test case and variant, each read from i
   CHECK(log.find("--test-case=case one? with a comma") != std::string::npos);
   CHECK(log.find("part: 2/2") != std::string::npos);
   CHECK(read_text(dir / "out" / "racecheck-test_fake-2-v1.log").find("part: 1/2") != std::string::npos);
+}
+
+TEST_CASE("compute-sanitizer.sh: the forward tests' repeat run is left out unless asked for") {
+  const fs::path dir = moe::test::scratch_dir("sanitizer-script-repeat");
+  const auto r = run_script(dir, "MOEBENCH_SANITIZER_VARIANTS=" + quote("MOE_TEST_PART=1/1 MOE_TEST_REPEAT=1"));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.summary.find("MOE_TEST_M=1,2,3,5,64; MOE_TEST_REPEAT=0\n") != std::string::npos);
+  CHECK(read_text(dir / "out" / "racecheck-test_fake-1-v1.log").find("repeat: 0\n") != std::string::npos);
+  CHECK(read_text(dir / "out" / "racecheck-test_fake-1-v2.log").find("repeat: 1\n") != std::string::npos);
+  const auto asked = run_script(moe::test::scratch_dir("sanitizer-script-repeat-asked"), "MOE_TEST_REPEAT=1");
+  CHECK(asked.summary.find("; MOE_TEST_REPEAT=1\n") != std::string::npos);
 }
 
 TEST_CASE("compute-sanitizer.sh: every run clean is exit 0") {

@@ -1,5 +1,6 @@
 // MOE_TEST_PART, which splits a slow GPU test case over several sanitizer runs: the parts of
-// one split together run every inner case once, and a bad value is refused by name.
+// one split together run every inner case once, and a bad value is refused by name. And
+// MOE_TEST_REPEAT, which leaves the forward tests' repeat run out of such a run.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -7,6 +8,7 @@
 #include "support/test_env.hpp"
 
 using moe::test::parse_test_part;
+using moe::test::parse_test_repeat;
 using moe::test::TestPart;
 
 TEST_CASE("the parts of a split run every inner case exactly once") {
@@ -54,4 +56,23 @@ TEST_CASE("a bad part names the value and what is valid") {
   }
   TestPart part;
   CHECK(parse_test_part("3/2", part) == "'3/2': part 3 of 2 does not exist");
+}
+
+TEST_CASE("the repeat runs unless MOE_TEST_REPEAT is 0") {
+  bool repeat = false;
+  CHECK(parse_test_repeat("", repeat) == "");
+  CHECK(repeat);
+  repeat = false;
+  CHECK(parse_test_repeat("1", repeat) == "");
+  CHECK(repeat);
+  CHECK(parse_test_repeat("0", repeat) == "");
+  CHECK_FALSE(repeat);
+  for (const char* bad : {"2", "00", "01", " 0", "0 ", "no", "false", "-1"}) {
+    CAPTURE(bad);
+    repeat = false;
+    const std::string error = parse_test_repeat(bad, repeat);
+    CHECK(error.find(std::string("'") + bad + "'") != std::string::npos);
+    CHECK(error.find("0 (leave the repeat out) or 1") != std::string::npos);
+    CHECK(repeat);  // a refused value leaves the default
+  }
 }

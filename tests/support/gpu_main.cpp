@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "engine/device.hpp"
+#include "test_env.hpp"
 
 namespace {
 // doctest's queries (--list-test-cases, --help, ...) run no test, so they need no GPU: the
@@ -25,6 +26,11 @@ bool is_query(std::string_view arg) {
 int main(int argc, char** argv) {
   bool query = false;
   for (int i = 1; i < argc; ++i) query = query || is_query(argv[i]);
+  // A bad MOE_TEST_PART or MOE_TEST_REPEAT is exit 2 now, not minutes into a sanitizer run.
+  if (!query) {
+    (void)moe::test::part_from_env();
+    (void)moe::test::repeat_from_env();
+  }
   std::string why;
   if (!query && moe::Device::count(&why) == 0) {
     std::printf("SKIPPED: no usable CUDA GPU (%s); GPU tests run only where one exists\n",

@@ -126,4 +126,31 @@ inline TestPart part_from_env() {
   return part;
 }
 
+// MOE_TEST_REPEAT=0: the forward tests leave out a case's second run (the same inputs again,
+// the same bits expected). Under a sanitizer that run makes the first's launches again on the
+// same data, so it can find nothing new, yet it doubles a large case (Llama-4-Scout's GEMMs at
+// M = 16 outlast a racecheck call). Unset or 1: the repeat runs.
+// Parses "0" or "1" ("" is 1) into `repeat`. Returns what is wrong, or "".
+inline std::string parse_test_repeat(std::string_view text, bool& repeat) {
+  repeat = true;
+  if (text.empty() || text == "1") return "";
+  if (text == "0") {
+    repeat = false;
+    return "";
+  }
+  return "'" + std::string(text) + "' is not 0 (leave the repeat out) or 1 (run it, the default)";
+}
+
+// MOE_TEST_REPEAT from the environment; a bad value is exit 2 with the message.
+inline bool repeat_from_env() {
+  const char* env = std::getenv("MOE_TEST_REPEAT");
+  bool repeat = true;
+  const std::string error = parse_test_repeat(env ? env : "", repeat);
+  if (!error.empty()) {
+    std::fprintf(stderr, "MOE_TEST_REPEAT=%s\n", error.c_str());
+    std::exit(2);
+  }
+  return repeat;
+}
+
 }  // namespace moe::test
