@@ -114,17 +114,21 @@ inline std::string parse_test_part(std::string_view text, TestPart& part) {
   return "";
 }
 
-// MOE_TEST_PART from the environment; a bad value is exit 2 with the message.
-inline TestPart part_from_env() {
-  const char* env = std::getenv("MOE_TEST_PART");
-  TestPart part;
-  const std::string error = parse_test_part(env ? env : "", part);
+// The environment variable `name` through `parse` (unset is ""); a bad value is exit 2 with
+// the variable and parse's message.
+template <class T>
+T parsed_env(const char* name, std::string (*parse)(std::string_view, T&)) {
+  const char* env = std::getenv(name);
+  T value{};
+  const std::string error = parse(env ? env : "", value);
   if (!error.empty()) {
-    std::fprintf(stderr, "MOE_TEST_PART=%s\n", error.c_str());
+    std::fprintf(stderr, "%s=%s\n", name, error.c_str());
     std::exit(2);
   }
-  return part;
+  return value;
 }
+
+inline TestPart part_from_env() { return parsed_env<TestPart>("MOE_TEST_PART", parse_test_part); }
 
 // MOE_TEST_REPEAT=0: the forward tests leave out a case's second run (the same inputs again,
 // the same bits expected). Under a sanitizer that run makes the first's launches again on the
@@ -141,16 +145,6 @@ inline std::string parse_test_repeat(std::string_view text, bool& repeat) {
   return "'" + std::string(text) + "' is not 0 (leave the repeat out) or 1 (run it, the default)";
 }
 
-// MOE_TEST_REPEAT from the environment; a bad value is exit 2 with the message.
-inline bool repeat_from_env() {
-  const char* env = std::getenv("MOE_TEST_REPEAT");
-  bool repeat = true;
-  const std::string error = parse_test_repeat(env ? env : "", repeat);
-  if (!error.empty()) {
-    std::fprintf(stderr, "MOE_TEST_REPEAT=%s\n", error.c_str());
-    std::exit(2);
-  }
-  return repeat;
-}
+inline bool repeat_from_env() { return parsed_env<bool>("MOE_TEST_REPEAT", parse_test_repeat); }
 
 }  // namespace moe::test
