@@ -26,11 +26,7 @@ bool is_query(std::string_view arg) {
 int main(int argc, char** argv) {
   bool query = false;
   for (int i = 1; i < argc; ++i) query = query || is_query(argv[i]);
-  // A bad MOE_TEST_PART or MOE_TEST_REPEAT is exit 2 now, not minutes into a sanitizer run.
-  if (!query) {
-    (void)moe::test::part_from_env();
-    (void)moe::test::repeat_from_env();
-  }
+  if (!query) moe::test::check_env();  // a bad MOE_TEST_* is exit 2 here, where no GPU is too
   std::string why;
   if (!query && moe::Device::count(&why) == 0) {
     std::printf("SKIPPED: no usable CUDA GPU (%s); GPU tests run only where one exists\n",

@@ -147,4 +147,14 @@ inline std::string parse_test_repeat(std::string_view text, bool& repeat) {
 
 inline bool repeat_from_env() { return parsed_env<bool>("MOE_TEST_REPEAT", parse_test_repeat); }
 
+// Reads every knob above that needs no test's own lists, so a bad value is exit 2 before a run
+// starts, not minutes into it under a sanitizer. MOE_TEST_SHAPES is checked against a test's
+// shapes when the test reads it.
+inline void check_env() {
+  (void)ms_from_env("MOE_TEST_M", {});
+  (void)formats_from_env();
+  (void)part_from_env();
+  (void)repeat_from_env();
+}
+
 }  // namespace moe::test
