@@ -62,7 +62,10 @@ const Field kFields[] = {
      }},
     {[](const ForwardOptions& o) -> std::string { return kernels::to_string(o.gemm); },
      [](ForwardOptions& o, std::string_view v) {
-       o.gemm = v == "legacy" ? GemmFamily::legacy : v == "mma" ? GemmFamily::mma : GemmFamily::automatic;
+       o.gemm = v == "legacy" ? GemmFamily::legacy
+                : v == "mma"  ? GemmFamily::mma
+                : v == "stream" ? GemmFamily::stream
+                                : GemmFamily::automatic;
      }},
     {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
      [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
@@ -84,10 +87,10 @@ const std::vector<EngineSwitch>& switch_table() {
        "int4 decode kernels: SIMT at M=1 and tensor cores at M=2..8 (auto), or one kind"},
       {"route-select", "MOE_ROUTE_SELECT", "auto", {"auto", "ranks", "rounds"},
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
-      {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma"},
+      {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma", "stream"},
        "expert GEMM family: the mma family for bf16 at M=8..16 and int4 at M=9..64, else decode kernels "
        "and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment "
-       "layout (mma)"},
+       "layout (mma); the streaming family at every M, sm_90+, int4 in the fragment layout (stream)"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };

@@ -18,6 +18,7 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
       {"host-nonblocking", {"two_layers", "gpu_time_long_enough"}},
       {"barrier", {"noop_barrier_artifact_visible", "loops_differ_only_in_barrier"}},
       {"stages", {"outputs_checked", "kernel_records"}},
+      {"stream", {"l2_cold"}},
       // Case window's; case overhead declares its own (outputs_checked) when it is made.
       {"route-telemetry",
        {"replays_in_window", "reset_called_while_capturing", "overflow_forced", "two_engines_armed_at_once"}},

@@ -18,6 +18,7 @@ void run_scratch_regrow_probe(ProbeState&);
 void run_host_nonblocking_probe(ProbeState&);
 void run_barrier_probe(ProbeState&);
 void run_stages_probe(ProbeState&);
+void run_stream_probe(ProbeState&);
 void run_ep_ceiling_probe(ProbeState&);
 void run_ep_step_probe(ProbeState&);
 void run_ep_expert_map_probe(ProbeState&);
@@ -37,6 +38,7 @@ extern const SweepDeclaration scratch_regrow_sweep;
 extern const SweepDeclaration host_nonblocking_sweep;
 extern const SweepDeclaration barrier_sweep;
 extern const SweepDeclaration stages_sweep;
+extern const SweepDeclaration stream_sweep;
 
 namespace {
 #if MOEBENCH_HAVE_NCCL
@@ -91,6 +93,11 @@ constexpr std::array kProbes{
               "and mode from CUPTI kernel records, each with its own time, its share of the "
               "critical path and its floor",
               &run_stages_probe, &stages_sweep, false},
+    ProbeInfo{"stream",
+              "the streaming expert GEMM's pipeline alone and with its bf16 and int4 math: one "
+              "block an SM, bulk copies into a shared-memory ring, over 5 to 200 MB; percent of "
+              "the read ceiling (sm_90+)",
+              &run_stream_probe, &stream_sweep, false},
     // Expert parallelism: one worker per GPU of --devices (engine/ep/). Built without NCCL
     // they are listed as not built, and running one says why (exit 3).
     ProbeInfo{"ep-ceiling",

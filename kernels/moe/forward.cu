@@ -162,6 +162,7 @@ void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options)
   const ExpertGemmFamilies families =
       expert_gemm_families(options, dims.format, dims.scale_input, current_device_sm());
   if (families.mma) preload_mma_kernels(dims.format, int4_layout(options));
+  if (families.stream) preload_stream_kernels(dims.format);
   if (families.legacy) {
     preload_decode_kernels(dims.format);
     preload_tensor_core_kernels(dims.format);
@@ -175,8 +176,9 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
   const ForwardPath path = resolve_forward_path(args);
   // The mma family reads x by token, and under it int4 codes sit in the fragment layout, which
   // the tensor-core gate_up (the one reader of scaled inputs) cannot read: refuse, never guess.
-  if (args.options.gemm == GemmFamily::mma && args.dims.scale_input)
-    bad("gemm=mma does not read a routed expert's scaled input (Llama-4); use gemm=auto");
+  if ((args.options.gemm == GemmFamily::mma || args.options.gemm == GemmFamily::stream) && args.dims.scale_input)
+    bad("gemm=" + std::string(to_string(args.options.gemm)) +
+        " does not read a routed expert's scaled input (Llama-4); use gemm=auto");
   enqueue_route(args, layout, stream);
   enqueue_expert_gemms(args, layout, path, stream);
   enqueue_combine(args, layout, stream);
@@ -184,7 +186,10 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
 
 void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
                           cudaStream_t stream) {
-  if (runs_mma_gemm(args)) {  // ForwardOptions::gemm's rule
+  if (runs_stream_gemm(args.options)) {
+    enqueue_gate_up_stream(args, layout, stream);
+    enqueue_down_stream(args, layout, stream);
+  } else if (runs_mma_gemm(args)) {  // ForwardOptions::gemm's rule
     enqueue_gate_up_mma(args, layout, stream);
     enqueue_down_mma(args, layout, stream);
   } else if (path == ForwardPath::decode) {

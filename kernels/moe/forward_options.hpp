@@ -25,13 +25,21 @@ enum class TopKSelect : int { automatic, ranks, rounds };
 
 // Which expert GEMM family runs gate_up and down. legacy: the decode kernels and the
 // tensor-core tiles, by M (forward.hpp); mma: the mma family at every M (expert_gemm_mma.cu:
-// weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand), whose int4
+// weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand); stream: the
+// streaming family at every M (expert_gemm_stream.cu, sm_90+: the same fragments, the weights
+// brought into a shared-memory ring by bulk copies, one block an SM). Under mma and stream int4
 // weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
 // follow this choice. automatic: the rule of runs_mma_gemm below.
-enum class GemmFamily : int { automatic, legacy, mma };
+enum class GemmFamily : int { automatic, legacy, mma, stream };
 // Its value as the switch `gemm` spells it.
 constexpr const char* to_string(GemmFamily g) {
-  return g == GemmFamily::legacy ? "legacy" : g == GemmFamily::mma ? "mma" : "auto";
+  switch (g) {
+    case GemmFamily::legacy: return "legacy";
+    case GemmFamily::mma: return "mma";
+    case GemmFamily::stream: return "stream";
+    case GemmFamily::automatic: break;
+  }
+  return "auto";
 }
 
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
@@ -83,10 +91,11 @@ constexpr int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
 }
 
 // The int4 layout a layer's weights are generated in: the mma fragment layout only when the
-// mma family is asked for by name; otherwise the row layout, which every kernel reads (the
-// mma family too). Reading the fragment layout by row cost the decode kernels 3-14% a step.
+// mma or stream family is asked for by name (the stream family reads only it: a stage's codes
+// are then one copy); otherwise the row layout, which every kernel but the stream family reads.
+// Reading the fragment layout by row cost the decode kernels 3-14% a step.
 constexpr Int4Layout int4_layout(const ForwardOptions& o) {
-  return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
+  return o.gemm == GemmFamily::mma || o.gemm == GemmFamily::stream ? Int4Layout::mma_fragments : Int4Layout::rows;
 }
 
 // automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
@@ -104,7 +113,8 @@ constexpr int kMmaAutoMaxTokensInt4 = 64;
 constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m, bool scale_input, int sm) {
   switch (o.gemm) {
     case GemmFamily::mma: return true;
-    case GemmFamily::legacy: return false;
+    case GemmFamily::legacy:
+    case GemmFamily::stream: return false;
     case GemmFamily::automatic: break;
   }
   if (scale_input || sm < 80) return false;
@@ -112,18 +122,25 @@ constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m
   return m >= kMmaAutoMinTokens && m <= kMmaAutoMaxTokens;
 }
 
+// Whether a forward runs the streaming family: only when named (it stays off by default until
+// an A/B on the GPU says where it wins).
+constexpr bool runs_stream_gemm(const ForwardOptions& o) { return o.gemm == GemmFamily::stream; }
+
 // The expert GEMM families a layer's forward can run at some M: what preload_forward_kernels
 // loads (forward.hpp). legacy: the decode kernels and the tensor-core tiles.
 struct ExpertGemmFamilies {
   bool mma = false;
   bool legacy = false;
+  bool stream = false;
   bool operator==(const ExpertGemmFamilies&) const = default;
 };
 constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, WeightFormat format, bool scale_input,
                                                   int sm) {
-  // The rule runs the family at 16 tokens if it ever does for this layer, and the legacy
-  // kernels at one token unless it runs the family at every M.
-  return {runs_mma_gemm(o, format, kMmaAutoMaxTokens, scale_input, sm), !runs_mma_gemm(o, format, 1, scale_input, sm)};
+  // The rule runs the mma family at 16 tokens if it ever does for this layer, and the legacy
+  // kernels at one token unless another family runs at every M.
+  if (runs_stream_gemm(o)) return {false, false, true};
+  return {runs_mma_gemm(o, format, kMmaAutoMaxTokens, scale_input, sm), !runs_mma_gemm(o, format, 1, scale_input, sm),
+          false};
 }
 
 }  // namespace moe::kernels

@@ -23,13 +23,17 @@ void enqueue_down_decode(const MoeForwardArgs& args, const ScratchLayout& layout
 // layout (int4_mma_layout.hpp). Needs sm_80.
 void enqueue_gate_up_mma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 void enqueue_down_mma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+// The streaming family (ForwardOptions::gemm = stream): any M, both formats; int4 weights in the
+// mma fragment layout. Needs sm_90 (bulk copies).
+void enqueue_gate_up_stream(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+void enqueue_down_stream(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                                  cudaStream_t stream);
 void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                               cudaStream_t stream);
 
-// gate_up then down on the family the forward takes: mma at every M under ForwardOptions::gemm,
-// else the decode kernels or the tensor-core tiles by `path` (resolve_forward_path(args)).
+// gate_up then down on the family the forward takes: stream or mma at every M under
+// ForwardOptions::gemm, else the decode kernels or the tensor-core tiles by `path` (resolve_forward_path(args)).
 // Stages 2 and 3 of enqueue_moe_forward, and of the expert-parallel layer's grouped rows.
 void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
                           cudaStream_t stream);
@@ -43,6 +47,7 @@ void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, cu
 void preload_route_kernels();
 void preload_decode_kernels(WeightFormat format);
 void preload_mma_kernels(WeightFormat format, Int4Layout layout);
+void preload_stream_kernels(WeightFormat format);
 void preload_tensor_core_kernels(WeightFormat format);
 void preload_combine_kernels();
 

@@ -96,7 +96,8 @@ Stage stage_of_kernel(std::string_view name) {
   const std::string base = k.substr(0, k.find('<'));
   if (base == "route_kernel" || base == "route_cluster_kernel") return Stage::route;
   if (base == "combine_kernel") return Stage::combine;
-  if (base == "decode_expert_gemm_kernel" || base == "tc_expert_gemm_kernel" || base == "mma_expert_gemm_kernel") {
+  if (base == "decode_expert_gemm_kernel" || base == "tc_expert_gemm_kernel" || base == "mma_expert_gemm_kernel" ||
+      base == "stream_expert_gemm_kernel") {
     // template <WeightFormat F, bool kGateUp, ...>
     const std::vector<std::string> args = template_args(k);
     if (args.size() >= 2 && args[1] == "true") return Stage::gate_up;

@@ -65,6 +65,7 @@ report::Metric metric(double v, const char* unit) { return {v, unit}; }
 // so a report says which kernels its figure is of.
 const char* expert_gemm_family(Engine& engine, int m, const Device& device) {
   const LayerConfig& config = engine.layer(0).config();
+  if (kernels::runs_stream_gemm(config.options)) return "stream";
   return kernels::runs_mma_gemm(config.options, config.dims.format, m, config.dims.scale_input,
                                 device.props.major * 10 + device.props.minor)
              ? "mma"

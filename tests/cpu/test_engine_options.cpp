@@ -83,6 +83,10 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   o.assign("gemm=mma", "--switch");
   CHECK(o.forward().gemm == moe::kernels::GemmFamily::mma);
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);
+  o.assign("gemm=stream", "--switch");
+  CHECK(o.forward().gemm == moe::kernels::GemmFamily::stream);
+  CHECK(o.value("gemm") == "stream");
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);  // all it reads
   o.assign("gemm=legacy", "--switch");
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default
@@ -132,6 +136,12 @@ TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 f
     CHECK(runs_mma_gemm(named, WeightFormat::bf16, m, false, 90));
     CHECK(runs_mma_gemm(named, WeightFormat::int4, m, false, 90));
   }
+  // The stream family runs only when named, and then no other family does.
+  CHECK_FALSE(moe::kernels::runs_stream_gemm(automatic));
+  named.gemm = GemmFamily::stream;
+  CHECK(moe::kernels::runs_stream_gemm(named));
+  for (int m : {1, 8, 16, 64})
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) CHECK_FALSE(runs_mma_gemm(named, f, m, false, 90));
 }
 
 TEST_CASE("a layer preloads exactly the expert GEMM families its forward can run at some M") {
@@ -156,12 +166,15 @@ TEST_CASE("a layer preloads exactly the expert GEMM families its forward can run
             any_mma |= mma;
             any_legacy |= !mma;
           }
-          CHECK(expert_gemm_families(o, f, scaled, sm) == ExpertGemmFamilies{any_mma, any_legacy});
+          CHECK(expert_gemm_families(o, f, scaled, sm) == ExpertGemmFamilies{any_mma, any_legacy, false});
         }
   o.gemm = GemmFamily::automatic;
   CHECK(expert_gemm_families(o, WeightFormat::bf16, false, 90) == ExpertGemmFamilies{true, true});
   CHECK(expert_gemm_families(o, WeightFormat::int4, false, 90) == ExpertGemmFamilies{true, true});
   CHECK(expert_gemm_families(o, WeightFormat::int4, true, 90) == ExpertGemmFamilies{false, true});  // Llama-4
+  o.gemm = GemmFamily::stream;  // the stream family alone, at every M
+  for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4})
+    CHECK(expert_gemm_families(o, f, false, 90) == ExpertGemmFamilies{false, false, true});
 }
 
 TEST_CASE("bad names and values are refused, naming the valid ones") {

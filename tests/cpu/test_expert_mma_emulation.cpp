@@ -1,13 +1,17 @@
 // The mma expert GEMM's lane arithmetic on the CPU: one warp emulated (32 lanes in a loop, the
 // tensor core by the PTX ISA's m16n8k16 fragment layouts) computing gate_up (SwiGLU) and down
 // tiles from the weights as the kernel loads them, with the functions the kernel uses
-// (expert_mma_fragments.hpp, int4_mma_layout.hpp), against the plain float64 product; and the
-// int4 re-layout's round trip and inverse maps against int4_format.hpp's layout.
+// (expert_mma_fragments.hpp, int4_mma_layout.hpp), against the plain float64 product; the same
+// for the stream family's 8 consumer warps reading the stages its producer copies into a slot
+// (stream_plan.hpp); and the int4 re-layout's round trip and inverse maps against
+// int4_format.hpp's layout.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/stream_plan.hpp"
 
 using namespace moe::kernels;
 namespace layout = moe::kernels::int4_mma_layout;
@@ -161,12 +166,102 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
   }
 }
 
+// The same tile and chunk through the stream family: for each K segment the producer's copies
+// into a slot (poisoned first), then each of the 8 consumer warps reads its part of the slot and
+// accumulates into its own sums; the sums are added in warp order, as the epilogue does.
+void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
+  namespace st = moe::kernels::stream;
+  const st::Segments seg{p.k, int4};
+  const int tn = std::min(8, p.tokens - t0);
+  float part[st::kConsumerWarps][32][4] = {};
+  std::vector<unsigned char> slot(st::slot_bytes(int4));
+  auto x_words = [&](int lane, int k0, std::uint32_t (&dst)[4]) {
+    const int tok = t0 + lane / 4;
+    put(dst, tok < t0 + tn ? reinterpret_cast<const std::uint32_t*>(p.x.data() + static_cast<std::size_t>(tok) * p.k + k0)
+                           : nullptr);
+  };
+  auto slot_words = [&](int offset, std::uint32_t (&dst)[4]) { std::memcpy(dst, slot.data() + offset, 16); };
+  for (int s = 0; s < seg.count(); ++s) {
+    std::fill(slot.begin(), slot.end(), static_cast<unsigned char>(0xA5));
+    if (!int4) {
+      for (int r = 0; r < st::kTileRows; ++r) {
+        const std::size_t row = layout::tile_source_row(tile, r, p.paired);
+        std::memcpy(slot.data() + r * seg.row_stride(s), p.w_bf16.data() + row * p.k + seg.first(s), seg.row_bytes(s));
+      }
+    } else {
+      const auto* codes = reinterpret_cast<const unsigned char*>(p.packed.data());
+      const auto* scales = reinterpret_cast<const unsigned char*>(p.scales.data());
+      std::memcpy(slot.data(), codes + static_cast<std::size_t>(tile) * st::kTileRows * p.k / 2 + seg.code_offset(s),
+                  seg.code_bytes(s));
+      std::memcpy(slot.data() + st::kInt4CodeBytes,
+                  scales + (static_cast<std::size_t>(tile) * int4_groups(p.k) + seg.first(s)) * st::kInt4ScaleBytes,
+                  seg.scale_bytes(s));
+    }
+    for (int w = 0; w < st::kConsumerWarps; ++w) {
+      if (!int4) {
+        for (int b = seg.warp_begin(w); b < seg.warp_end(s, w); ++b) {
+          std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
+          for (int lane = 0; lane < 32; ++lane) {
+            const int n = lane / 4, c = lane % 4;
+            slot_words(st::bf16_slot_offset(seg, s, n, b, c), rn[lane]);
+            slot_words(st::bf16_slot_offset(seg, s, n + 8, b, c), rn8[lane]);
+            x_words(lane, seg.first(s) + 32 * b + 8 * c, xw[lane]);
+          }
+          for (int step = 0; step < 2; ++step) {
+            mma::AFragment a[32];
+            mma::BFragment bf[32];
+            for (int lane = 0; lane < 32; ++lane) {
+              a[lane] = mma::bf16_a(rn[lane], rn8[lane], step);
+              bf[lane] = mma::bf16_b(xw[lane], step);
+            }
+            emulate_mma(part[w], a, bf);
+          }
+        }
+        continue;
+      }
+      if (w >= seg.length(s)) continue;
+      const int g = seg.first(s) + w, quads = layout::group_quads(p.k, g);
+      std::uint32_t vn[32][4] = {}, vn8[32][4] = {};
+      for (int lane = 0; lane < 32; ++lane)
+        if (lane % 4 < quads) {
+          slot_words(st::int4_slot_offset(seg, s, w, 0, lane / 4, lane % 4), vn[lane]);
+          slot_words(st::int4_slot_offset(seg, s, w, 1, lane / 4, lane % 4), vn8[lane]);
+        }
+      float d[32][4] = {};
+      for (int step = 0; step < 8; ++step) {
+        mma::AFragment a[32];
+        mma::BFragment bf[32];
+        for (int lane = 0; lane < 32; ++lane) {
+          std::uint32_t xw[4] = {};
+          if (lane % 4 < quads) x_words(lane, mma::int4_lane_x_k(g, lane % 4, step / 2), xw);
+          a[lane] = mma::int4_a(vn[lane], vn8[lane], step);
+          bf[lane] = mma::int4_b(xw, step);
+        }
+        emulate_mma(d, a, bf);
+      }
+      for (int lane = 0; lane < 32; ++lane) {
+        std::uint32_t pair;
+        std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(w, lane / 4), 4);
+        const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(pair)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(pair >> 16));
+        for (int i = 0; i < 4; ++i) part[w][lane][i] += d[lane][i] * (i < 2 ? sn : sn8);
+      }
+    }
+  }
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      acc[lane][i] = 0.f;
+      for (int w = 0; w < st::kConsumerWarps; ++w) acc[lane][i] += part[w][lane][i];
+    }
+}
+
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
+
+using TileFunction = std::function<void(const Problem&, bool, int, int, float (&)[32][4])>;
 
 // Every tile and chunk of a problem through the emulated warp against the float64 product:
 // gate_up as h = silu(gate) * up per (token, h column), down as the output rows. Returns the
 // number of outputs outside the bound (fp32 accumulation: 1e-5 of the sum of |w x|).
-int check_problem(const Problem& p, bool int4, bool gate_up) {
+int check_problem(const Problem& p, bool int4, bool gate_up, const TileFunction& compute = warp_tile) {
   int bad = 0, written = 0;
   std::vector<int> seen(static_cast<std::size_t>(p.tokens) * p.rows, 0);
   auto ref = [&](int tok, int row, double& mag) {
@@ -182,7 +277,7 @@ int check_problem(const Problem& p, bool int4, bool gate_up) {
   for (int tile = 0; tile < p.rows / 16; ++tile)
     for (int t0 = 0; t0 < p.tokens; t0 += 8) {
       float acc[32][4];
-      warp_tile(p, int4, tile, t0, acc);
+      compute(p, int4, tile, t0, acc);
       for (int lane = 0; lane < 32; ++lane)
         for (int i = 0; i < 4; ++i) {
           const int tok = t0 + mma::c_col(lane, i);
@@ -327,6 +422,30 @@ TEST_CASE("one emulated warp computes gate_up and down tiles equal to the plain 
           CAPTURE(m);
           const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
           CHECK(check_problem(p, int4, gate_up) == 0);
+        }
+      }
+}
+
+TEST_CASE("the stream family's 8 emulated consumer warps compute tiles equal to the plain product") {
+  std::mt19937_64 rng(20261206);
+  struct Case {
+    int rows, k;
+  };
+  // Several segments (1408: bf16 512 + 512 + 384, int4 8 + 3 groups; 2880: partial last group),
+  // partial groups and segments shorter than a warp's share (96, 160), one block (32).
+  const Case cases[] = {{32, 2880}, {32, 1408}, {64, 96}, {48, 160}, {16, 32}, {32, 1152}};
+  for (bool int4 : {false, true})
+    for (bool gate_up : {false, true})
+      for (const Case& cs : cases) {
+        const int rows = gate_up && cs.rows % 32 != 0 ? cs.rows * 2 : cs.rows;
+        for (int m : {1, 3, 8, 9, 16}) {
+          CAPTURE(int4);
+          CAPTURE(gate_up);
+          CAPTURE(rows);
+          CAPTURE(cs.k);
+          CAPTURE(m);
+          const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
+          CHECK(check_problem(p, int4, gate_up, stream_tile) == 0);
         }
       }
 }

@@ -66,6 +66,10 @@ TEST_CASE("every kernel of the forward maps to its stage, mangled or not") {
   CHECK(stage_of_kernel("void moe::kernels::(anonymous namespace)::mma_expert_gemm_kernel<"
                         "(moe::kernels::WeightFormat)0, false, 1>(moe::kernels::decode::DecodeParams)") ==
         Stage::down);
+  CHECK(stage_of_kernel("void moe::kernels::(anonymous namespace)::stream_expert_gemm_kernel<"
+                        "(moe::kernels::WeightFormat)1, true, 2>(moe::kernels::stream::Params)") == Stage::gate_up);
+  CHECK(stage_of_kernel("void moe::kernels::(anonymous namespace)::stream_expert_gemm_kernel<"
+                        "(moe::kernels::WeightFormat)0, false, 1>(moe::kernels::stream::Params)") == Stage::down);
   CHECK(stage_of_kernel("moe::kernels::(anonymous namespace)::route_kernel(moe::kernels::"
                         "(anonymous namespace)::RouteParams)") == Stage::route);
   // Anything else is "other", never silently one of the four.

@@ -7,6 +7,7 @@
 #include "engine/device_allocator.hpp"
 #include "engine/stream.hpp"
 #include "kernels/bandwidth/bandwidth_kernels.hpp"
+#include "kernels/bandwidth/ring_stream.hpp"
 #include "support/gpu_test.hpp"
 
 using namespace moe;
@@ -76,5 +77,41 @@ TEST_CASE("misaligned streaming requests are refused, not run") {
                   moe::Error);
   CHECK_THROWS_AS(kernels::read_stream(src.data(), 100, out.as<std::uint32_t>(), {1, 32},
                                        stream.handle()),
+                  moe::Error);
+}
+
+// The pipeline of probe stream reads every word once whatever the share of a block (fewer
+// stages than blocks, a partial last stage, many rounds of the ring), with and without math.
+TEST_CASE("ring_stream reads every word exactly once for every math and ring shape") {
+  test::test_device();
+  if (!kernels::ring_stream_supported()) {
+    MESSAGE("ring_stream needs sm_90; skipped");
+    return;
+  }
+  DeviceAllocator alloc;
+  Stream stream;
+  std::mt19937 rng(std::random_device{}());
+  DeviceBuffer out = alloc.allocate(sizeof(std::uint32_t));
+  DeviceBuffer sink = alloc.allocate(sizeof(float) * kernels::ring_stream_blocks());
+  for (std::size_t bytes : {std::size_t{16}, std::size_t{4096 * 3 + 48}, std::size_t{20'000'000}})
+    for (kernels::RingShape ring : {kernels::RingShape{16384, 5}, kernels::RingShape{8192, 10}, kernels::RingShape{32768, 2}})
+      for (kernels::RingMath math : {kernels::RingMath::none, kernels::RingMath::bf16, kernels::RingMath::int4}) {
+        const std::uint32_t seed = rng();
+        CAPTURE(bytes);
+        CAPTURE(ring.stage_bytes);
+        CAPTURE(ring.slots);
+        CAPTURE(kernels::to_string(math));
+        CAPTURE(seed);
+        DeviceBuffer src = alloc.allocate(bytes);
+        kernels::fill_pattern(src.as<std::uint32_t>(), bytes / 4, seed, stream.handle());
+        MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xab, sizeof(std::uint32_t), stream.handle()));
+        kernels::ring_stream(src.data(), bytes, ring, math, out.as<std::uint32_t>(), sink.as<float>(), stream.handle());
+        stream.drain();
+        std::uint32_t got = 0;
+        MOE_CUDA_CHECK(cudaMemcpy(&got, out.data(), 4, cudaMemcpyDeviceToHost));
+        CHECK(got == kernels::pattern_xor_reference(bytes / 4, seed));
+      }
+  CHECK_THROWS_AS(kernels::ring_stream(nullptr, 16, {1000, 5}, kernels::RingMath::none, out.as<std::uint32_t>(),
+                                       sink.as<float>(), stream.handle()),
                   moe::Error);
 }

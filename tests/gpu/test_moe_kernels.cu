@@ -317,7 +317,9 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
   Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream, options);
   // The mma family's arithmetic is the decode kernels' (codes times scales exactly, fp32
   // accumulation), so it gets their bounds at every M.
-  const ForwardPath resolved = runs_mma_gemm(f.args) ? ForwardPath::decode : resolve_forward_path(f.args);
+  // So is the stream family's (the same fragments, sums added in a fixed order).
+  const ForwardPath resolved =
+      runs_mma_gemm(f.args) || runs_stream_gemm(f.args.options) ? ForwardPath::decode : resolve_forward_path(f.args);
   const Tolerances tol = tolerances(d.format, resolved);
   f.run(stream);
   const ScratchLayout& lay = f.layout;
@@ -820,19 +822,22 @@ TEST_CASE("forward on the model shapes") {
     }
 }
 
-// The mma expert GEMM family (ForwardOptions::gemm = mma, every M): the whole layer and every
-// stage against the reference, with the bounds above, int4 weights in its fragment layout.
-ForwardOptions mma_options(bool pdl) {
+// The mma and stream expert GEMM families (ForwardOptions::gemm = mma or stream, every M): the
+// whole layer and every stage against the reference, with the bounds above, int4 weights in
+// their fragment layout.
+ForwardOptions family_options(GemmFamily family, bool pdl) {
   ForwardOptions o = with_pdl(pdl);
-  o.gemm = GemmFamily::mma;
+  o.gemm = family;
   return o;
 }
 
-// A usable device that runs the mma family (sm_80+: bf16 mma.sync); says so where it is not.
-bool mma_supported() {
+// A usable device that runs the family (mma: sm_80+, bf16 mma.sync; stream: sm_90+, bulk
+// copies); says so where it is not.
+bool family_supported(GemmFamily family) {
   moe::test::test_device();
-  if (current_device_sm() >= 80) return true;
-  MESSAGE("mma expert GEMM needs sm_80; skipped on sm_" << current_device_sm());
+  const int need = family == GemmFamily::stream ? 90 : 80;
+  if (current_device_sm() >= need) return true;
+  MESSAGE("gemm=" << to_string(family) << " needs sm_" << need << "; skipped on sm_" << current_device_sm());
   return false;
 }
 
@@ -848,15 +853,15 @@ std::vector<Shape> shapes_from_env(const std::vector<Shape>& all) {
 
 // Every M from 1 to 64 (passes of 8, 16 and 32 tokens, several passes beyond 32 at the shared
 // experts), or MOE_TEST_M's list, and 256.
-std::vector<int> mma_test_ms() {
+std::vector<int> family_test_ms() {
   std::vector<int> all;
   for (int m = 1; m <= 64; ++m) all.push_back(m);
   all.push_back(256);
   return moe::test::ms_from_env("MOE_TEST_M", all);
 }
 
-TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both routings") {
-  if (!mma_supported()) return;
+void check_family_on_tiny_shapes(GemmFamily family) {
+  if (!family_supported(family)) return;
   StreamHolder st;
   int cases = 0;
   double worst = 0;
@@ -864,53 +869,73 @@ TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both rou
     for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
       MoeDims d = sh.dims;
       d.format = fmt;
-      const TestLayer layer(d, case_seed(), st.s, mma_options(false));
-      for (int m : mma_test_ms())
+      const TestLayer layer(d, case_seed(), st.s, family_options(family, false));
+      for (int m : family_test_ms())
         for (Routing r : {Routing::uniform, Routing::skewed})
           for (bool pdl : {false, true}) {
             if (pdl && m % 8 != 1 && m != 64) continue;  // PDL at a few M
-            INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=mma pdl=" << pdl);
-            const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, 1 << 20, st.s, true, mma_options(pdl));
+            INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=" << to_string(family) << " pdl=" << pdl);
+            const CaseStats s =
+                check_forward(layer, m, r, ForwardPath::automatic, 1 << 20, st.s, true, family_options(family, pdl));
             ++cases;
             worst = std::max(worst, s.layer_rel);
           }
     }
-  MESSAGE("mma tiny shapes: " << cases << " cases, worst layer rel L2 " << worst);
+  MESSAGE(to_string(family) << " tiny shapes: " << cases << " cases, worst layer rel L2 " << worst);
 }
 
-TEST_CASE("mma expert GEMM on the model shapes: every M 1..64, both formats") {
-  if (!mma_supported()) return;
+void check_family_on_model_shapes(GemmFamily family) {
+  if (!family_supported(family)) return;
   StreamHolder st;
   const auto t0 = std::chrono::steady_clock::now();
   for (const Shape& sh : shapes_from_env(model_shapes()))
-    for (WeightFormat fmt : {WeightFormat::bf16, WeightFormat::int4}) {
+    for (WeightFormat fmt : moe::test::formats_from_env()) {
       MoeDims d = sh.dims;
       d.format = fmt;
-      const TestLayer layer(d, case_seed(), st.s, mma_options(false));
+      const TestLayer layer(d, case_seed(), st.s, family_options(family, false));
       const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
       int sampled = 0;
       double worst = 0;
-      for (int m : mma_test_ms()) {
+      for (int m : family_test_ms()) {
         // Uniform routing at every M; skewed (every token on the same experts: the longest
         // passes) and PDL at a few.
         const bool few = m == 1 || m == 8 || m == 33 || m == 64 || m == 256;
         for (Routing r : {Routing::uniform, Routing::skewed}) {
           if (r == Routing::skewed && !few) continue;
           const int cap = r == Routing::skewed ? 4 : std::max(2, static_cast<int>(3e8 / per_token));
-          INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=mma");
-          const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, few && m <= 64, mma_options(false));
+          INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=" << to_string(family));
+          const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, few && m <= 64,
+                                            family_options(family, false));
           sampled += s.sampled;
           worst = std::max(worst, s.layer_rel);
         }
         if (few) {
-          INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=mma with PDL");
-          check_forward(layer, m, Routing::uniform, ForwardPath::automatic, 2, st.s, true, mma_options(true));
+          INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=" << to_string(family)
+                                                                                  << " with PDL");
+          check_forward(layer, m, Routing::uniform, ForwardPath::automatic, 2, st.s, true, family_options(family, true));
         }
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " gemm=mma: " << sampled
-                                   << " sampled tokens checked, worst layer rel L2 " << worst << " (" << secs << " s so far)");
+      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " gemm=" << to_string(family) << ": "
+                                   << sampled << " sampled tokens checked, worst layer rel L2 " << worst << " (" << secs
+                                   << " s so far)");
     }
+}
+
+TEST_CASE("mma expert GEMM on tiny shapes: every M 1..64, both formats, both routings") {
+  check_family_on_tiny_shapes(GemmFamily::mma);
+}
+
+TEST_CASE("mma expert GEMM on the model shapes: every M 1..64, both formats") {
+  check_family_on_model_shapes(GemmFamily::mma);
+}
+
+TEST_CASE("stream expert GEMM on tiny shapes: every M 1..64, both formats, both routings") {
+  check_family_on_tiny_shapes(GemmFamily::stream);
+}
+
+TEST_CASE("stream expert GEMM on the model shapes: every M 1..64, both formats") {
+  check_family_on_model_shapes(GemmFamily::stream);
 }
 
 TEST_CASE("int4 generation in the mma layout matches the row layout re-laid on the host") {
@@ -964,6 +989,8 @@ TEST_CASE("graph capture and replay give the eager bits, also after inputs chang
     gs.push_back({"deepseek-v2-lite", lite, 1});
     if (large_m > decode_max_tokens(fmt, Int4Decode::automatic)) gs.push_back({"deepseek-v2-lite", lite, large_m});
     for (int m : {1, 8, large_m}) gs.push_back({"deepseek-v2-lite", lite, m, GemmFamily::mma});
+    if (current_device_sm() >= 90)
+      for (int m : {1, 8, large_m}) gs.push_back({"deepseek-v2-lite", lite, m, GemmFamily::stream});
   }
   moe::test::TestPart part = moe::test::part_from_env();
   for (int pdl = 0; pdl < 2; ++pdl)

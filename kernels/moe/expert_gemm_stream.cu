@@ -1,0 +1,165 @@
+// Stages 2 and 3 on the streaming expert GEMM (ForwardOptions::gemm, GemmFamily::stream; sm_90
+// and newer): one block an SM, whose producer warp streams the block's equal share of the
+// layer's weight bytes (stream_plan.hpp) through a ring of shared-memory stages with bulk copies
+// (stage_ring.cuh), while 8 consumer warps multiply each stage on tensor cores as soon as it
+// lands. The bytes in flight live in shared memory, not in the registers of the warps that
+// compute, so the ring's depth does not trade against accumulators. int4 weights are read in
+// the mma fragment layout (int4_mma_layout.hpp), where a stage's codes are one copy.
+//
+// Under programmatic dependent launch: the shared experts' stages are streamed before the wait
+// (gate_up: while the route still runs; down: copied while gate_up ends, small enough that a
+// down block fits beside a gate_up block); the routed experts after it.
+#include <algorithm>
+#include <string>
+
+#include "common/cuda_check.hpp"
+#include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/launch.cuh"
+#include "kernels/moe/stream_consumer.cuh"
+#include "kernels/moe/stream_producer.cuh"
+
+namespace moe::kernels {
+
+namespace {
+
+using namespace stream;
+
+// Sorted positions whose token gate_up keeps in shared memory (beyond, a consumer reads the
+// pair from the route's table).
+constexpr int kMaxTokenTable = 2048;
+
+template <bool kInt4, int kChunks>
+__host__ __device__ SmemLayout smem_layout(int token_table) {
+  return {slot_bytes(kInt4), slots_for(kInt4), kChunks, token_table};
+}
+
+template <WeightFormat F, bool kGateUp, int kChunks>
+__global__ void __launch_bounds__(kThreads, 2) stream_expert_gemm_kernel(Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool kInt4 = F == WeightFormat::int4;
+  extern __shared__ __align__(128) unsigned char smem[];
+  detail::allow_dependent_launch();
+  Smem sm(smem, smem_layout<kInt4, kChunks>(p.token_table));
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.ring_slots; ++s) {
+      ring::init(&sm.full[s], 1);
+      ring::init(&sm.empty[s], kConsumerWarps);
+    }
+    ring::fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= 32 * kConsumerWarps) {
+    Producer<kInt4, kGateUp, kChunks>(p, sm).run();
+  } else {
+    Consumer<kInt4, kGateUp, kChunks>(p, sm).run();
+  }
+#else
+  (void)p;
+  __trap();  // the host refuses the family below sm_90
+#endif
+}
+
+template <WeightFormat F, bool kGateUp, int kChunks>
+constexpr auto kKernel = stream_expert_gemm_kernel<F, kGateUp, kChunks>;
+
+// Lets the kernel use its largest dynamic shared memory, once per device (the call loads it).
+template <WeightFormat F, bool kGateUp, int kChunks>
+void configure_stream_kernel() {
+  static bool configured[64] = {};
+  int dev = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 64 && configured[dev]) return;
+  const std::size_t bytes = smem_layout<F == WeightFormat::int4, kChunks>(kMaxTokenTable).bytes();
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(kKernel<F, kGateUp, kChunks>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+  if (dev < 64) configured[dev] = true;
+}
+
+int multiprocessors() {
+  int dev = 0, sms = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+template <WeightFormat F, bool kGateUp, int kChunks>
+void launch_stream(const Params& p, bool programmatic, cudaStream_t stream) {
+  configure_stream_kernel<F, kGateUp, kChunks>();
+  const std::size_t bytes = smem_layout<F == WeightFormat::int4, kChunks>(p.token_table).bytes();
+  detail::launch(kKernel<F, kGateUp, kChunks>, dim3(multiprocessors()), dim3(kThreads), bytes, stream, programmatic,
+                 "stream_expert_gemm_kernel", p);
+}
+
+// An expert holds at most one pair per token, so M bounds a pass: 1 or 2 chunks of 8 tokens
+// (passes of 16 beyond).
+template <WeightFormat F, bool kGateUp>
+void launch_stream_format(const Params& p, bool programmatic, cudaStream_t stream) {
+  if (p.m <= 8) return launch_stream<F, kGateUp, 1>(p, programmatic, stream);
+  launch_stream<F, kGateUp, 2>(p, programmatic, stream);
+}
+
+template <bool kGateUp>
+void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  if (current_device_sm() < 90)
+    throw Error(ExitCode::probe_error, "the streaming expert GEMM (gemm=stream) needs bulk copies, sm_90 or newer; "
+                                       "this device is sm_" + std::to_string(current_device_sm()));
+  const MoeDims& d = a.dims;
+  const bool int4 = d.format == WeightFormat::int4;
+  if (int4 && a.experts.int4_layout != Int4Layout::mma_fragments)
+    throw Error(ExitCode::probe_error, "gemm=stream reads int4 weights in the mma-fragments layout, not " +
+                                           std::string(to_string(a.experts.int4_layout)));
+  Params p{};
+  void* s = a.scratch;
+  p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
+  p.scales = kGateUp ? a.experts.gate_up_scales : a.experts.down_scales;
+  p.input = kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
+  p.k_len = kGateUp ? d.hidden : d.inter;
+  p.out_rows = kGateUp ? d.inter : d.hidden;
+  p.tiles = kGateUp ? d.inter / 8 : d.hidden / kTileRows;
+  p.paired = kGateUp ? d.inter : 0;
+  p.m = a.m;
+  p.top_k = d.top_k;
+  p.slots = l.slots;
+  p.experts = d.experts;
+  p.shared = d.shared;
+  p.num_active = l.at<int>(s, l.num_active);
+  p.active = l.at<int>(s, l.active_experts);
+  p.offsets = l.at<int>(s, l.expert_offsets);
+  p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
+  p.ring_slots = slots_for(int4);
+  p.token_table = kGateUp ? std::min(a.m * d.top_k, kMaxTokenTable) : 0;
+  p.h_out = l.at<__nv_bfloat16>(s, l.h);
+  p.down_out = l.at<float>(s, l.down_out);
+  if (int4)
+    launch_stream_format<WeightFormat::int4, kGateUp>(p, a.options.programmatic_launch, stream);
+  else
+    launch_stream_format<WeightFormat::bf16, kGateUp>(p, a.options.programmatic_launch, stream);
+}
+
+template <WeightFormat F>
+void preload_stream_format() {
+  configure_stream_kernel<F, true, 1>();
+  configure_stream_kernel<F, true, 2>();
+  configure_stream_kernel<F, false, 1>();
+  configure_stream_kernel<F, false, 2>();
+}
+
+}  // namespace
+
+void preload_stream_kernels(WeightFormat format) {
+  if (current_device_sm() < 90) return;  // launch_stream_stage refuses the family there
+  if (format == WeightFormat::bf16)
+    preload_stream_format<WeightFormat::bf16>();
+  else
+    preload_stream_format<WeightFormat::int4>();
+}
+
+void enqueue_gate_up_stream(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  launch_stream_stage<true>(a, l, stream);
+}
+
+void enqueue_down_stream(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  launch_stream_stage<false>(a, l, stream);
+}
+
+}  // namespace moe::kernels

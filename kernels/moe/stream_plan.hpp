@@ -1,0 +1,135 @@
+#pragma once
+// The plan of the streaming expert GEMM (expert_gemm_stream.cu, gemm=stream): which bytes a
+// stage holds, which consumer warp reads which of them, and which stages each block streams.
+// Host and device share every function here; the CPU tests (tests/cpu/test_stream_plan.cpp)
+// run them to show that every weight byte of a layer is streamed exactly once a pass, by
+// exactly one block, and read by exactly one lane.
+//
+// Work. A *unit* is one 16-row tile of one active expert (int4_mma_layout.hpp's tiles: gate_up
+// pairs gate rows 8t.. with their up rows, down takes output rows 16t..); a *unit-pass* is a
+// unit for one pass of up to 8 kChunks of its tokens; a *stage* is a unit-pass over one K
+// segment. A phase (the shared experts, which need no routing; then the routed ones) has
+// U = sum over its entries of tiles * passes unit-passes; block b of G takes the unit-passes
+// [U b / G, U (b + 1) / G), entry-major, then tile, then pass (a tile's passes are adjacent,
+// so a second pass reads the tile from L2), then segment. Every unit-pass has the same bytes,
+// so every block streams the same bytes within one unit-pass.
+//
+// Stages. bf16: 16 rows x up to 512 k (16 KB), one bulk copy a row into a row of the slot,
+// rows kRowPad apart where that keeps 16-byte reads free of bank conflicts; consumer warp w
+// reads 32-k blocks 2w and 2w + 1. int4 (int4_mma_layout.hpp's fragment layout, where a
+// tile's groups are contiguous): up to 8 groups of 128 k (8 KB), one copy of the codes and
+// one of their scales; warp w reads group w. A stage's partial sums stay in each warp's
+// registers until the unit-pass's last segment, then the 8 warps' sums are added in warp
+// order (deterministic) and the epilogue stores them.
+#include <cstdint>
+
+#include "kernels/moe/host_device.hpp"
+#include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
+
+namespace moe::kernels::stream {
+
+constexpr int kConsumerWarps = 8;
+constexpr int kWarps = kConsumerWarps + 1;  // the last warp is the producer
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTileRows = int4_mma_layout::kTileRows;
+
+constexpr int kBf16SegmentK = 512;                            // k a bf16 stage
+constexpr int kBf16BlocksPerWarp = kBf16SegmentK / 32 / kConsumerWarps;  // 2 blocks of 32 k
+constexpr int kInt4SegmentGroups = kConsumerWarps;            // 128-k groups an int4 stage
+constexpr int kInt4GroupBytes = 1024;                         // a full group of a tile's codes
+constexpr int kInt4ScaleBytes = 2 * kTileRows;                // a group's scales of a tile
+constexpr int kRowPad = 64;
+
+// Bytes of one slot of the ring: the largest stage (and, int4, its scales after the codes).
+constexpr int kBf16SlotBytes = kTileRows * (2 * kBf16SegmentK + kRowPad);             // 17,408
+constexpr int kInt4CodeBytes = kInt4SegmentGroups * kInt4GroupBytes;                  // 8,192
+constexpr int kInt4SlotBytes = kInt4CodeBytes + kInt4SegmentGroups * kInt4ScaleBytes;  // 8,448
+// The ring's bytes: bytes in flight an SM (bf16 5 slots, int4 10), small enough that a gate_up
+// and a down block fit on one SM together (the down block's shared-expert stages are copied
+// before it waits for gate_up).
+constexpr int kRingBytes = 88 * 1024;
+constexpr int kMaxSlots = 16;
+
+MOE_HD int slots_for(bool int4) { return kRingBytes / (int4 ? kInt4SlotBytes : kBf16SlotBytes); }
+MOE_HD int slot_bytes(bool int4) { return int4 ? kInt4SlotBytes : kBf16SlotBytes; }
+
+// A stage's place in K and its bytes, for a matrix with reduction length k_len.
+struct Segments {
+  int k_len;
+  bool int4;
+
+  MOE_HD int count() const {
+    return int4 ? (int4_groups(k_len) + kInt4SegmentGroups - 1) / kInt4SegmentGroups
+                : (k_len + kBf16SegmentK - 1) / kBf16SegmentK;
+  }
+  // bf16: k of segment s; int4: groups of segment s.
+  MOE_HD int first(int s) const { return s * (int4 ? kInt4SegmentGroups : kBf16SegmentK); }
+  MOE_HD int length(int s) const {
+    const int total = int4 ? int4_groups(k_len) : k_len, left = total - first(s);
+    const int full = int4 ? kInt4SegmentGroups : kBf16SegmentK;
+    return left < full ? left : full;
+  }
+  // bf16: bytes of one row's copy, and the distance of the rows in the slot (a multiple of
+  // 16 that is 64 modulo 128: lanes 4n + c of a quarter warp read rows 2j and 2j + 1, 64
+  // bytes each, into all 32 banks).
+  MOE_HD int row_bytes(int s) const { return 2 * length(s); }
+  MOE_HD int row_stride(int s) const { return row_bytes(s) % 128 == 0 ? row_bytes(s) + kRowPad : row_bytes(s); }
+  // int4: the codes of groups first(s) .. of a tile (the last group of a row may be partial),
+  // and their byte offset in the tile.
+  MOE_HD int code_offset(int s) const { return kInt4GroupBytes * first(s); }
+  MOE_HD int code_bytes(int s) const {
+    const int tile_bytes = kTileRows * k_len / 2, end = kInt4GroupBytes * (first(s) + length(s));
+    return (end < tile_bytes ? end : tile_bytes) - code_offset(s);
+  }
+  MOE_HD int scale_bytes(int s) const { return kInt4ScaleBytes * length(s); }
+  // The bytes the stage's copies bring (the full barrier's transaction count).
+  MOE_HD std::uint32_t stage_bytes(int s) const {
+    return static_cast<std::uint32_t>(int4 ? code_bytes(s) + scale_bytes(s) : kTileRows * row_bytes(s));
+  }
+  // The 32-k blocks (bf16) or the group (int4) consumer warp w reads of segment s: [begin, end)
+  // in blocks of the segment (bf16) or groups of the segment (int4); empty past its end.
+  MOE_HD int warp_begin(int w) const { return int4 ? w : kBf16BlocksPerWarp * w; }
+  MOE_HD int warp_end(int s, int w) const {
+    const int units = int4 ? length(s) : length(s) / 32, end = warp_begin(w) + (int4 ? 1 : kBf16BlocksPerWarp);
+    return end < units ? end : units;
+  }
+};
+
+// Byte offsets in a bf16 slot of lane (n, c)'s 16 bytes of tile row `row` (n or n + 8) in
+// 32-k block b of the segment; in an int4 slot, of its vector (half, n, c) of the segment's
+// group j, and of its scale pair (rows n and n + 8).
+MOE_HD int bf16_slot_offset(const Segments& g, int s, int row, int b, int c) {
+  return row * g.row_stride(s) + 64 * b + 16 * c;
+}
+MOE_HD int int4_slot_offset(const Segments& g, int s, int j, int half, int n, int c) {
+  const int quads = int4_mma_layout::group_quads(g.k_len, g.first(s) + j);
+  return kInt4GroupBytes * j + 16 * (half * 8 * quads + n * quads + c);
+}
+MOE_HD int int4_scale_slot_offset(int j, int n) { return kInt4CodeBytes + kInt4ScaleBytes * j + 4 * n; }
+
+// Passes of an entry with `pairs` pairs at `pass_tokens` tokens a pass (at least one: an entry
+// listed as active has a pair; a count the scratch lost is streamed once, never skipped).
+MOE_HD int passes_of(int pairs, int pass_tokens) { return pairs <= pass_tokens ? 1 : (pairs + pass_tokens - 1) / pass_tokens; }
+
+// Block `block` of `blocks` takes unit-passes [share_begin(b), share_begin(b + 1)) of a phase of
+// `units` unit-passes.
+MOE_HD long long share_begin(long long units, int block, int blocks) { return units * block / blocks; }
+
+// A place in a phase's walk: entry, unit-pass within the entry (tile-major), K segment.
+struct Place {
+  int entry;
+  int unit_pass;  // tile = unit_pass / passes, pass = unit_pass % passes
+  int segment;
+};
+
+// The place after `p` in a phase whose entry p.entry has `unit_passes` unit-passes and whose
+// units have `segments` segments (the next entry's first place past its last one).
+MOE_HD Place next_place(Place p, int unit_passes, int segments) {
+  if (++p.segment < segments) return p;
+  p.segment = 0;
+  if (++p.unit_pass < unit_passes) return p;
+  return {p.entry + 1, 0, 0};
+}
+
+}  // namespace moe::kernels::stream

@@ -1,0 +1,162 @@
+#pragma once
+// The producer warp of the streaming expert GEMM: walks the block's share of each phase
+// (stream_plan.hpp) and, for every stage, waits for a free slot, writes the stage's header and
+// issues its bulk copies. It alone reads the route's tables (active list, offsets, weight
+// pointers), a chunk of 32 entries at a time, one entry a lane, every index clamped: under a
+// forward whose scratch is overwritten (the bugs scratch-regrow reproduces) a stage may read
+// wrong weights, never an address outside them.
+#include "kernels/moe/device_math.cuh"
+#include "kernels/moe/launch.cuh"
+#include "kernels/moe/stage_ring.cuh"
+#include "kernels/moe/stream_params.cuh"
+
+namespace moe::kernels::stream {
+
+// One entry of a phase as the producer streams it.
+struct Entry {
+  const unsigned char* weights = nullptr;
+  const unsigned char* scales = nullptr;
+  int first_pair = 0;
+  int pairs = 0;
+};
+
+template <bool kInt4, bool kGateUp, int kChunks>
+struct Producer {
+  static constexpr int kPassTokens = 8 * kChunks;
+  const Params& p;
+  Smem& sm;
+  const Segments seg;
+  const int lane;
+  const std::uint64_t policy;
+  int item = 0;  // ring items pushed so far
+
+  __device__ Producer(const Params& params, Smem& s)
+      : p(params), sm(s), seg{params.k_len, kInt4}, lane(threadIdx.x & 31), policy(ring::evict_first_policy()) {}
+
+  // Entry i of phase `routed` (0: the shared experts, 1: the routed ones).
+  __device__ Entry load_entry(bool routed, int i) const {
+    const int total = p.experts + p.shared, pairs = p.m * p.slots;
+    int e, first, count;
+    if (!routed) {
+      e = p.experts + i;
+      first = p.m * p.top_k + i * p.m;  // shared pairs follow every routed one, in token order
+      count = p.m;
+    } else {
+      e = detail::clamp_index(__ldcg(p.active + i), 0, total - 1);
+      first = detail::clamp_index(__ldcg(p.offsets + e), 0, pairs - 1);
+      count = detail::clamp_index(__ldcg(p.offsets + e + 1) - first, 1, pairs - first);
+    }
+    return {static_cast<const unsigned char*>(p.weights[e]),
+            kInt4 ? static_cast<const unsigned char*>(p.scales[e]) : nullptr, first, count};
+  }
+
+  __device__ int unit_passes(const Entry& e) const { return p.tiles * passes_of(e.pairs, kPassTokens); }
+
+  // Waits until the next item's slot is free; returns the slot.
+  __device__ int acquire() {
+    const int slot = item % p.ring_slots;
+    ring::wait(&sm.empty[slot], ((item / p.ring_slots) & 1) ^ 1);
+    return slot;
+  }
+
+  // An item with no bytes (kRoutedBegin, kEnd).
+  __device__ void push_marker(int kind) {
+    const int slot = acquire();
+    if (lane == 0) {
+      sm.headers[slot] = Header{kind, 0, 0, 0, 0, 0, 0, 0};
+      ring::arrive(&sm.full[slot]);
+    }
+    __syncwarp();
+    ++item;
+  }
+
+  __device__ void push_stage(const Entry& e, const Header& h) {
+    const int slot = acquire(), s = h.segment;
+    unsigned char* dst = sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
+    if (lane == 0) {
+      sm.headers[slot] = h;
+      ring::arrive_expect_bytes(&sm.full[slot], seg.stage_bytes(s));
+    }
+    __syncwarp();  // the bytes are announced before any copy can land
+    if constexpr (kInt4) {
+      const std::size_t tile_bytes = static_cast<std::size_t>(kTileRows) * p.k_len / 2;
+      if (lane == 0)
+        ring::copy(dst, e.weights + h.tile * tile_bytes + seg.code_offset(s), seg.code_bytes(s), &sm.full[slot], policy);
+      if (lane == 1)
+        ring::copy(dst + kInt4CodeBytes,
+                   e.scales + (static_cast<std::size_t>(h.tile) * int4_groups(p.k_len) + seg.first(s)) * kInt4ScaleBytes,
+                   seg.scale_bytes(s), &sm.full[slot], policy);
+    } else if (lane < kTileRows) {  // one row a lane
+      const std::size_t row = int4_mma_layout::tile_source_row(h.tile, lane, p.paired);
+      ring::copy(dst + lane * seg.row_stride(s), e.weights + 2 * (row * p.k_len + seg.first(s)), seg.row_bytes(s),
+                 &sm.full[slot], policy);
+    }
+    ++item;
+  }
+
+  // Streams the block's share of one phase of `n` entries.
+  __device__ void stream_phase(bool routed, int n) {
+    // The phase's unit-passes, then the block's share of them.
+    long long total = 0;
+    for (int base = 0; base < n; base += 32) {
+      const int up = base + lane < n ? unit_passes(load_entry(routed, base + lane)) : 0;
+      total += static_cast<long long>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(up)));
+    }
+    const long long lo = share_begin(total, blockIdx.x, gridDim.x), hi = share_begin(total, blockIdx.x + 1, gridDim.x);
+    if (lo >= hi) return;
+    // The entry holding unit-pass lo: an inclusive scan of each chunk's unit-passes.
+    long long before = 0;
+    int base = 0;
+    Entry mine;  // this lane's entry of the chunk at `base`
+    Place at{};
+    for (;; base += 32) {
+      mine = base + lane < n ? load_entry(routed, base + lane) : Entry{};
+      const int up = base + lane < n ? unit_passes(mine) : 0;
+      int incl = up;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      const unsigned past = __ballot_sync(0xffffffffu, before + incl > lo);
+      if (past) {
+        const int l = __ffs(past) - 1;
+        const int incl_l = __shfl_sync(0xffffffffu, incl, l), up_l = __shfl_sync(0xffffffffu, up, l);
+        at = Place{base + l, static_cast<int>(lo - (before + incl_l - up_l)), 0};
+        break;
+      }
+      before += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    const int segments = seg.count();
+    for (long long left = (hi - lo) * segments; left > 0; --left) {
+      if (at.entry >= base + 32) {  // the next chunk of entries
+        base += 32;
+        mine = base + lane < n ? load_entry(routed, base + lane) : Entry{};
+      }
+      const int from = at.entry - base;
+      Entry e;
+      e.weights = reinterpret_cast<const unsigned char*>(
+          __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(mine.weights), from));
+      e.scales = reinterpret_cast<const unsigned char*>(
+          __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(mine.scales), from));
+      e.first_pair = __shfl_sync(0xffffffffu, mine.first_pair, from);
+      e.pairs = __shfl_sync(0xffffffffu, mine.pairs, from);
+      const int passes = passes_of(e.pairs, kPassTokens), pass = at.unit_pass % passes, t0 = pass * kPassTokens;
+      const Header h{kStage, e.first_pair, t0, min(kPassTokens, e.pairs - t0), at.unit_pass / passes, at.segment,
+                     at.segment == segments - 1, routed ? 0 : 1};
+      push_stage(e, h);
+      at = next_place(at, p.tiles * passes, segments);
+    }
+  }
+
+  __device__ void run() {
+    stream_phase(false, p.shared);  // before the wait: the shared experts need no routing
+    if constexpr (kGateUp) push_marker(kRoutedBegin);
+    detail::grid_dependency_wait();
+    const int routed = detail::clamp_index(__ldcg(p.num_active), p.shared, p.experts + p.shared) - p.shared;
+    stream_phase(true, routed);
+    push_marker(kEnd);
+  }
+};
+
+}  // namespace moe::kernels::stream

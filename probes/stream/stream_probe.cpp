@@ -1,0 +1,130 @@
+// Probe `stream`: what a streaming kernel reaches on this GPU, the figure the bandwidth probe's
+// expert GEMMs are judged against (kernels/bandwidth/ring_stream.hpp). The streaming expert
+// GEMM's pipeline (one block an SM, a producer warp's bulk copies into a ring of shared-memory
+// stages, 8 consumer warps) over layer-sized byte ranges: alone (math none) and feeding the
+// tensor cores as the bf16 and int4 expert GEMMs do, for several ring shapes; each case's GB/s
+// over the read ceiling of the same run. Every sample starts from a flushed L2 (--l2 cold), and
+// every word's XOR is checked against the CPU's before a figure counts.
+#include <future>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.hpp"
+#include "kernels/bandwidth/bandwidth_kernels.hpp"
+#include "kernels/bandwidth/ring_stream.hpp"
+#include "probes/copy/read_ceiling.hpp"
+#include "probes/evidence.hpp"
+
+namespace moe {
+
+namespace {
+
+constexpr std::uint32_t kPatternSeed = 0x57ea;
+
+struct RingCase {
+  kernels::RingMath math;
+  std::size_t bytes;
+  kernels::RingShape ring;
+  std::string name;  // e.g. int4-20MB-10x8KB
+};
+
+// Byte ranges of one layer's expert weights at decode sizes (a qwen3-30b-a3b int4 step reads
+// about 5 MB a layer, a mixtral-8x7b bf16 one about 700 MB), each math on its expert GEMM's ring
+// (bf16 5 x 16 KB, int4 10 x 8 KB; the pipeline alone on the bf16 one), and the pipeline alone
+// over other rings at 20 MB. Names: MATH-SIZE, then -RING where it is not the math's own.
+const std::vector<RingCase>& ring_cases() {
+  static const std::vector<RingCase> cases = [] {
+    using kernels::RingMath;
+    const kernels::RingShape bf16_ring{16 * 1024, 5}, int4_ring{8 * 1024, 10};
+    std::vector<RingCase> out;
+    auto add = [&](RingMath math, std::size_t mb, kernels::RingShape r, bool ring_in_name) {
+      std::string name = std::string(math == RingMath::none ? "pipeline" : kernels::to_string(math)) + "-" +
+                         std::to_string(mb) + "MB";
+      if (ring_in_name) name += "-" + std::to_string(r.slots) + "x" + std::to_string(r.stage_bytes / 1024) + "KB";
+      out.push_back({math, mb * 1000 * 1000, r, name});
+    };
+    for (std::size_t mb : {5, 20, 50, 200}) add(RingMath::none, mb, bf16_ring, false);
+    for (kernels::RingShape r : {int4_ring, kernels::RingShape{16 * 1024, 8}, kernels::RingShape{32 * 1024, 4}})
+      add(RingMath::none, 20, r, true);
+    for (std::size_t mb : {5, 20, 200}) add(RingMath::bf16, mb, bf16_ring, false);
+    for (std::size_t mb : {5, 20, 200}) add(RingMath::int4, mb, int4_ring, false);
+    return out;
+  }();
+  return cases;
+}
+
+std::vector<std::string> ring_case_names() {
+  std::vector<std::string> names;
+  for (const RingCase& c : ring_cases()) names.push_back(c.name);
+  return names;
+}
+
+report::Metric metric(double v, const char* unit) { return report::Metric{v, unit}; }
+
+}  // namespace
+
+extern const SweepDeclaration stream_sweep;
+const SweepDeclaration stream_sweep{.cases = ring_case_names()};
+
+void run_stream_probe(ProbeState& state) {
+  if (!kernels::ring_stream_supported())
+    throw EnvironmentError("probe stream needs bulk copies (sm_90 or newer); this GPU is sm_" +
+                           std::to_string(state.device().props.major) + std::to_string(state.device().props.minor));
+  const ReadCeiling rc = checked_read_ceiling(state);
+  std::size_t largest = 0;
+  for (const SweepPoint& p : state.points())
+    for (const RingCase& c : ring_cases())
+      if (c.name == p.case_name) largest = std::max(largest, c.bytes);
+  if (largest == 0) return;  // every case filtered out
+  Stream stream;
+  DeviceBuffer src = state.allocator().allocate(largest);
+  DeviceBuffer xor_out = state.allocator().allocate(sizeof(std::uint32_t));
+  DeviceBuffer sink = state.allocator().allocate(sizeof(float) * kernels::ring_stream_blocks());
+  kernels::fill_pattern(src.as<std::uint32_t>(), largest / sizeof(std::uint32_t), kPatternSeed, stream.handle());
+  for (const SweepPoint& point : state.points()) {
+    const RingCase* rcase = nullptr;
+    for (const RingCase& c : ring_cases())
+      if (c.name == point.case_name) rcase = &c;
+    if (!rcase) continue;
+    const std::size_t words = rcase->bytes / sizeof(std::uint32_t);
+    auto expected = std::async(std::launch::async, kernels::pattern_xor_reference, words, kPatternSeed);
+    report::CaseResult c = state.start_case(point);
+    MOE_CUDA_CHECK(cudaMemsetAsync(xor_out.data(), 0xFF, sizeof(std::uint32_t), stream.handle()));
+    auto enqueue = [&] {
+      kernels::ring_stream(src.data(), rcase->bytes, rcase->ring, rcase->math, xor_out.as<std::uint32_t>(),
+                           sink.as<float>(), stream.handle());
+    };
+    // The check first, on its own run: the XOR of every word the consumers read.
+    enqueue();
+    stream.drain();
+    std::uint32_t got = 0;
+    MOE_CUDA_CHECK(cudaMemcpy(&got, xor_out.data(), sizeof got, cudaMemcpyDeviceToHost));
+    const std::uint32_t want = expected.get();
+    c.checks.push_back({"every_word_read_once", got == want,
+                        "XOR of the words the consumers read: GPU " + std::to_string(got) + ", CPU " +
+                            std::to_string(want)});
+    report::Measurement m = state.sampler().measure(stream, "stream/" + rcase->name, enqueue);
+    const double gbps = static_cast<double>(rcase->bytes) / (m.gpu_time().median * 1e-6) * 1e-9;
+    const double pct = 100.0 * gbps / rc.gbps;
+    c.metrics["bytes"] = metric(static_cast<double>(rcase->bytes), "B");
+    c.metrics["gbps"] = metric(gbps, "GB/s");
+    c.metrics["read_ceiling_gbps"] = metric(rc.gbps, "GB/s");
+    c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
+    c.parameters = {{"bytes", rcase->bytes},
+                    {"math", kernels::to_string(rcase->math)},
+                    {"stage_bytes", rcase->ring.stage_bytes},
+                    {"slots", rcase->ring.slots}};
+    const std::size_t flushed = m.l2_flushes.value_or(0);
+    c.evidence["l2_flushes"] = flushed;
+    c.prove("l2_cold", flushed >= m.samples() && m.samples() > 0,
+            std::to_string(flushed) + " of " + std::to_string(m.samples()) +
+                " samples followed an L2 flush (run with --l2 cold)");
+    c.checks.push_back({"within_read_ceiling", pct <= 100.0,
+                        "ran at " + std::to_string(pct) + "% of the read ceiling: above 100% the byte count is wrong"});
+    c.measurements["main"] = std::move(m);
+    c.conclude("bytes over median GPU time" + sampling_flags(c.measurements.at("main")));
+    state.add_case(std::move(c));
+  }
+}
+
+}  // namespace moe

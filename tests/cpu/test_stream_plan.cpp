@@ -1,0 +1,213 @@
+// The streaming expert GEMM's plan on the CPU (kernels/moe/stream_plan.hpp), with the functions
+// the kernel runs: the blocks' shares of a phase cover every stage of every unit-pass exactly
+// once and stay within one unit-pass of each other; a tile's stages copy each of its bytes
+// exactly once; the consumer warps read each copied byte exactly once, inside the copies, with
+// no bank conflict in a quarter warp's 16-byte reads; the ring fits beside a second block.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/stream_plan.hpp"
+
+using namespace moe::kernels;
+using namespace moe::kernels::stream;
+
+namespace {
+
+// The producer's walk of block b's share, as stream_producer.cuh does it: the share of the
+// phase's unit-passes, the entry holding its first one, then next_place stage by stage.
+// Returns (entry, tile, pass, segment) of every stage.
+std::vector<std::tuple<int, int, int, int>> block_stages(const std::vector<int>& pairs, int tiles, int pass_tokens,
+                                                         int segments, int block, int blocks) {
+  long long total = 0;
+  for (int p : pairs) total += static_cast<long long>(tiles) * passes_of(p, pass_tokens);
+  const long long lo = share_begin(total, block, blocks), hi = share_begin(total, block + 1, blocks);
+  std::vector<std::tuple<int, int, int, int>> out;
+  if (lo >= hi) return out;
+  long long before = 0;
+  int entry = 0;
+  while (before + static_cast<long long>(tiles) * passes_of(pairs[entry], pass_tokens) <= lo)
+    before += static_cast<long long>(tiles) * passes_of(pairs[entry++], pass_tokens);
+  Place at{entry, static_cast<int>(lo - before), 0};
+  for (long long left = (hi - lo) * segments; left > 0; --left) {
+    const int passes = passes_of(pairs[at.entry], pass_tokens);
+    out.emplace_back(at.entry, at.unit_pass / passes, at.unit_pass % passes, at.segment);
+    at = next_place(at, tiles * passes, segments);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stream plan: the blocks' shares cover every stage once, within one unit-pass of each other") {
+  std::mt19937_64 rng(20261206);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 70), tiles = 1 + static_cast<int>(rng() % 200);
+    const int segments = 1 + static_cast<int>(rng() % 8), blocks = 1 + static_cast<int>(rng() % 140);
+    const int pass_tokens = rng() % 2 ? 8 : 16, m = 1 + static_cast<int>(rng() % 300);
+    std::vector<int> pairs(n);
+    for (int& p : pairs) p = 1 + static_cast<int>(rng() % m);  // an active entry has a pair
+    CAPTURE(trial);
+    std::map<std::tuple<int, int, int, int>, int> seen;
+    long long most = 0, least = -1;
+    int out_of_order = 0, not_once = 0;
+    for (int b = 0; b < blocks; ++b) {
+      const auto stages = block_stages(pairs, tiles, pass_tokens, segments, b, blocks);
+      REQUIRE(stages.size() % segments == 0);
+      const long long unit_passes = static_cast<long long>(stages.size()) / segments;
+      most = std::max(most, unit_passes);
+      least = least < 0 ? unit_passes : std::min(least, unit_passes);
+      for (const auto& s : stages) ++seen[s];
+      // A block's stages run segment 0 .. segments - 1 of one unit-pass before the next.
+      for (std::size_t i = 0; i < stages.size(); ++i) out_of_order += std::get<3>(stages[i]) != static_cast<int>(i % segments);
+    }
+    CHECK(out_of_order == 0);
+    CHECK(most - least <= 1);
+    std::size_t expected = 0;
+    for (int e = 0; e < n; ++e)
+      for (int t = 0; t < tiles; ++t)
+        for (int pass = 0; pass < passes_of(pairs[e], pass_tokens); ++pass)
+          for (int s = 0; s < segments; ++s) {
+            ++expected;
+            not_once += seen[{e, t, pass, s}] != 1;
+          }
+    CHECK(not_once == 0);
+    CHECK(seen.size() == expected);
+  }
+}
+
+TEST_CASE("stream plan: passes cover each entry's tokens once") {
+  for (int tokens : {8, 16})
+    for (int pairs = 1; pairs <= 200; ++pairs) {
+      int covered = 0;
+      for (int pass = 0; pass < passes_of(pairs, tokens); ++pass) covered += std::min(tokens, pairs - pass * tokens);
+      CHECK(covered == pairs);
+      CHECK(pairs - (passes_of(pairs, tokens) - 1) * tokens > 0);  // no empty last pass
+    }
+}
+
+TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each copied byte once") {
+  // Reduction lengths of the shapes (hidden 2048, 2880, 4096, 7168; inter 768, 1408, 2880,
+  // 14336) and of the tiny test shapes (partial int4 groups: 96, 160).
+  for (int k : {32, 64, 96, 160, 768, 1408, 2048, 2880, 4096, 7168, 14336})
+    for (bool int4 : {false, true}) {
+      CAPTURE(k);
+      CAPTURE(int4);
+      const Segments seg{k, int4};
+      const std::size_t tile_bytes = int4 ? static_cast<std::size_t>(kTileRows) * k / 2 : static_cast<std::size_t>(kTileRows) * k * 2;
+      const std::size_t tile_scales = int4 ? static_cast<std::size_t>(kInt4ScaleBytes) * int4_groups(k) : 0;
+      std::vector<int> code_copies(tile_bytes, 0), scale_copies(tile_scales, 0);
+      int bank_conflicts = 0, outside = 0, twice = 0;
+      for (int s = 0; s < seg.count(); ++s) {
+        CAPTURE(s);
+        // slot byte -> tile byte the producer's copies put there (-1: nothing)
+        std::vector<long long> source(slot_bytes(int4), -1);
+        std::uint32_t copied = 0;
+        if (!int4) {
+          REQUIRE(seg.row_stride(s) % 16 == 0);
+          REQUIRE(seg.row_stride(s) % 128 == 64);
+          for (int r = 0; r < kTileRows; ++r) {
+            REQUIRE(seg.row_bytes(s) % 16 == 0);
+            REQUIRE(r * seg.row_stride(s) + seg.row_bytes(s) <= slot_bytes(false));
+            for (int b = 0; b < seg.row_bytes(s); ++b) {
+              const std::size_t src = static_cast<std::size_t>(r) * k * 2 + 2 * seg.first(s) + b;
+              source[r * seg.row_stride(s) + b] = static_cast<long long>(src);
+              ++code_copies[src];
+            }
+            copied += static_cast<std::uint32_t>(seg.row_bytes(s));
+          }
+        } else {
+          REQUIRE(seg.code_bytes(s) % 16 == 0);
+          REQUIRE(seg.code_offset(s) % 16 == 0);
+          REQUIRE(seg.code_bytes(s) <= kInt4CodeBytes);
+          REQUIRE(seg.scale_bytes(s) % 16 == 0);
+          for (int b = 0; b < seg.code_bytes(s); ++b) {
+            source[b] = seg.code_offset(s) + b;
+            ++code_copies[seg.code_offset(s) + b];
+          }
+          const std::size_t scale_at = static_cast<std::size_t>(kInt4ScaleBytes) * seg.first(s);
+          for (int b = 0; b < seg.scale_bytes(s); ++b) {
+            source[kInt4CodeBytes + b] = static_cast<long long>(tile_bytes + scale_at + b);
+            ++scale_copies[scale_at + b];
+          }
+          copied += static_cast<std::uint32_t>(seg.code_bytes(s) + seg.scale_bytes(s));
+        }
+        CHECK(copied == seg.stage_bytes(s));
+        // The consumer warps' 16-byte reads of the codes (bf16: rows n and n + 8 of each of the
+        // warp's blocks; int4: vectors (0, n, c) and (1, n, c) of the warp's group for c < quads).
+        std::vector<int> reads(slot_bytes(int4), 0);
+        for (int w = 0; w < kConsumerWarps; ++w) {
+          std::vector<std::vector<int>> instructions;  // per load instruction, its lanes' offsets
+          if (!int4) {
+            for (int b = seg.warp_begin(w); b < seg.warp_end(s, w); ++b)
+              for (int half = 0; half < 2; ++half) {
+                std::vector<int> offs;
+                for (int lane = 0; lane < 32; ++lane)
+                  offs.push_back(bf16_slot_offset(seg, s, lane / 4 + 8 * half, b, lane % 4));
+                instructions.push_back(offs);
+              }
+          } else if (w < seg.length(s)) {
+            const int quads = int4_mma_layout::group_quads(k, seg.first(s) + w);
+            for (int half = 0; half < 2; ++half) {
+              std::vector<int> offs;
+              for (int lane = 0; lane < 32; ++lane)
+                offs.push_back(lane % 4 < quads ? int4_slot_offset(seg, s, w, half, lane / 4, lane % 4) : -1);
+              instructions.push_back(offs);
+            }
+          }
+          for (const auto& offs : instructions) {
+            for (int q = 0; q < 4; ++q) {  // a 16-byte load is served a quarter warp at a time
+              std::set<int> banks;
+              int active = 0;
+              for (int lane = 8 * q; lane < 8 * q + 8; ++lane)
+                if (offs[lane] >= 0) {
+                  ++active;
+                  banks.insert(offs[lane] % 128 / 16);
+                }
+              bank_conflicts += static_cast<int>(banks.size()) != active;
+            }
+            for (int off : offs)
+              if (off >= 0)
+                for (int b = 0; b < 16; ++b) {
+                  if (source[off + b] < 0) ++outside;
+                  ++reads[off + b];
+                }
+          }
+        }
+        for (int b = 0; b < (int4 ? kInt4CodeBytes : slot_bytes(false)); ++b) {
+          if (source[b] >= 0 && reads[b] != 1) ++twice;
+        }
+        if (int4)  // each group's scale pairs: lane (n, c) reads word n of its group's 32 bytes
+          for (int w = 0; w < seg.length(s); ++w)
+            for (int n = 0; n < 8; ++n) {
+              const int off = int4_scale_slot_offset(w, n);
+              if (source[off] != static_cast<long long>(tile_bytes + kInt4ScaleBytes * (seg.first(s) + w) + 4 * n)) ++outside;
+            }
+      }
+      CHECK(bank_conflicts == 0);
+      CHECK(outside == 0);
+      CHECK(twice == 0);
+      CHECK(std::count(code_copies.begin(), code_copies.end(), 1) == static_cast<long>(tile_bytes));
+      CHECK(std::count(scale_copies.begin(), scale_copies.end(), 1) == static_cast<long>(tile_scales));
+    }
+}
+
+TEST_CASE("stream plan: the ring and the slots fit the bounds the kernel assumes") {
+  for (bool int4 : {false, true}) {
+    CHECK(slots_for(int4) >= 4);
+    CHECK(slots_for(int4) <= kMaxSlots);
+    CHECK(slot_bytes(int4) % 128 == 0);  // every slot a bulk copy's aligned destination
+    CHECK(slots_for(int4) * slot_bytes(int4) <= kRingBytes);
+  }
+  // Every bf16 warp reads two blocks of a full segment, every int4 warp one group.
+  CHECK(kBf16BlocksPerWarp * 32 * kConsumerWarps == kBf16SegmentK);
+  CHECK(kInt4SegmentGroups == kConsumerWarps);
+}
