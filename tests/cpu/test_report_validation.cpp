@@ -113,6 +113,14 @@ TEST_CASE("the loader refuses impossible samples, naming the case, the field and
     CHECK(e.find(std::string(b.name) + ".json") != std::string::npos);  // the file
     CHECK(e.find("case 3") != std::string::npos);                       // the case
   }
+  // A nominal bandwidth (each token's expert reads counted apart) exceeds any memory's rate at
+  // prefill sizes: a prefill run's 117,090 GB/s loads; below zero it does not.
+  json prefill = good();
+  prefill["cases"][3]["metrics"]["gbps_no_dedup"] = {{"value", 117090.0}, {"unit", "GB/s"}};
+  CHECK(refusal(prefill, "prefill.json").empty());
+  prefill["cases"][3]["metrics"]["gbps_no_dedup"]["value"] = -1.0;
+  CHECK(refusal(prefill, "prefill.json").find("metrics.gbps_no_dedup.value = -1: a nominal bandwidth must be 0 or more") !=
+        std::string::npos);
   // A shift between two timings may be negative (noise around a small effect): it loads.
   json shifted = good();
   shifted["cases"][3]["metrics"]["overhead_low_us"] = {{"value", -0.86}, {"unit", "us"}};
