@@ -96,10 +96,14 @@ struct Producer {
 
   // Streams the block's share of one phase of `n` entries.
   __device__ void stream_phase(bool routed, int n) {
-    // The phase's unit-passes, then the block's share of them.
+    // The phase's unit-passes, then the block's share of them. The first chunk's entries are
+    // kept: with at most 32 entries (every decode size but the largest M) the walk below needs
+    // no second round trip to the route's tables.
     long long total = 0;
+    const Entry first_chunk = lane < n ? load_entry(routed, lane) : Entry{};
     for (int base = 0; base < n; base += 32) {
-      const int up = base + lane < n ? unit_passes(load_entry(routed, base + lane)) : 0;
+      const Entry e = base == 0 ? first_chunk : base + lane < n ? load_entry(routed, base + lane) : Entry{};
+      const int up = base + lane < n ? unit_passes(e) : 0;
       total += static_cast<long long>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(up)));
     }
     const long long lo = share_begin(total, blockIdx.x, gridDim.x), hi = share_begin(total, blockIdx.x + 1, gridDim.x);
@@ -110,7 +114,7 @@ struct Producer {
     Entry mine;  // this lane's entry of the chunk at `base`
     Place at{};
     for (;; base += 32) {
-      mine = base + lane < n ? load_entry(routed, base + lane) : Entry{};
+      mine = base == 0 ? first_chunk : base + lane < n ? load_entry(routed, base + lane) : Entry{};
       const int up = base + lane < n ? unit_passes(mine) : 0;
       int incl = up;
 #pragma unroll
