@@ -41,13 +41,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(128) unsigned char smem[];
   RingSmem sm(smem, ring);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < ring.slots; ++s) {
-      ring::init(&sm.full[s], 1);
-      ring::init(&sm.empty[s], kConsumerWarps);
-    }
-    ring::fence_init();
-  }
+  if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, ring.slots, kConsumerWarps);
   __syncthreads();
   const long long chunks = static_cast<long long>((bytes + ring.stage_bytes - 1) / ring.stage_bytes);
   const long long lo = stream::share_begin(chunks, blockIdx.x, gridDim.x);

@@ -40,13 +40,7 @@ __global__ void __launch_bounds__(kThreads, 2) stream_expert_gemm_kernel(Params 
   extern __shared__ __align__(128) unsigned char smem[];
   detail::allow_dependent_launch();
   Smem sm(smem, smem_layout<kInt4, kChunks>(p.token_table));
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < p.ring_slots; ++s) {
-      ring::init(&sm.full[s], 1);
-      ring::init(&sm.empty[s], kConsumerWarps);
-    }
-    ring::fence_init();
-  }
+  if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, p.ring_slots, kConsumerWarps);
   __syncthreads();
   if (threadIdx.x >= 32 * kConsumerWarps) {
     Producer<kInt4, kGateUp, kChunks>(p, sm).run();

@@ -120,39 +120,12 @@ struct ExpertMmaWarp : DecodeWalk {
       std::uint32_t rn[4], rn8[4];
       copy_words(rn, s.w[0]);
       copy_words(rn8, s.w[1]);
-      float d[kChunks][4];
-#pragma unroll
-      for (int ch = 0; ch < kChunks; ++ch) d[ch][0] = d[ch][1] = d[ch][2] = d[ch][3] = 0.f;
-      // Half a group at a time: 4 steps' A fragments dequantised once, used by every chunk.
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        expert_mma::AFragment a[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(rn, rn8, 4 * half + i);
-#pragma unroll
-        for (int ch = 0; ch < kChunks; ++ch) {
-          if (ch * 8 >= tn) break;
-#pragma unroll
-          for (int w = 0; w < 2; ++w) {
-            std::uint32_t x[4];
-            if (q < quads)
-              load_x(x, e, t0, tn, ch, expert_mma::int4_lane_x_k(seg, q, 2 * half + w));
-            else
-              x[0] = x[1] = x[2] = x[3] = 0u;
-            mma_16816(d[ch], a[2 * w], expert_mma::int4_b(x, 4 * half + 2 * w));
-            mma_16816(d[ch], a[2 * w + 1], expert_mma::int4_b(x, 4 * half + 2 * w + 1));
-          }
-        }
-      }
-      const float sn = __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(s.scales & 0xFFFFu)));
-      const float sn8 = __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(s.scales >> 16)));
-#pragma unroll
-      for (int ch = 0; ch < kChunks; ++ch) {
-        acc[ch][0] = fmaf(d[ch][0], sn, acc[ch][0]);
-        acc[ch][1] = fmaf(d[ch][1], sn, acc[ch][1]);
-        acc[ch][2] = fmaf(d[ch][2], sn8, acc[ch][2]);
-        acc[ch][3] = fmaf(d[ch][3], sn8, acc[ch][3]);
-      }
+      int4_group_mma<kChunks>(acc, rn, rn8, s.scales, (tn + 7) / 8, [&](std::uint32_t(&x)[4], int ch, int w) {
+        if (q < quads)
+          load_x(x, e, t0, tn, ch, expert_mma::int4_lane_x_k(seg, q, w));
+        else
+          x[0] = x[1] = x[2] = x[3] = 0u;
+      });
     } else {
 #pragma unroll
       for (int b = 0; b < kBlocks; ++b) {

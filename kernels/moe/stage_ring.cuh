@@ -36,6 +36,16 @@ __device__ __forceinline__ void fence_init() {
 #endif
 }
 
+// Every slot's barriers, by one thread before the block's first barrier: full expects the
+// producer's one arrival, empty one arrival a consumer warp.
+__device__ __forceinline__ void init_slots(std::uint64_t* full, std::uint64_t* empty, int slots, int consumer_warps) {
+  for (int s = 0; s < slots; ++s) {
+    init(&full[s], 1);
+    init(&empty[s], static_cast<std::uint32_t>(consumer_warps));
+  }
+  fence_init();
+}
+
 // Waits until the phase of parity `parity` has completed (acquire: the bytes of the copies and
 // what the arriving threads wrote before they arrived are visible after it).
 __device__ __forceinline__ void wait(std::uint64_t* bar, std::uint32_t parity) {

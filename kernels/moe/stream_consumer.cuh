@@ -109,36 +109,12 @@ struct Consumer {
     if (has_group) scales = *reinterpret_cast<const std::uint32_t*>(slot + int4_scale_slot_offset(j, n));
     release(slot_index);
     if (!has_group) return;
-    float d[kChunks][4];
-#pragma unroll
-    for (int ch = 0; ch < kChunks; ++ch) d[ch][0] = d[ch][1] = d[ch][2] = d[ch][3] = 0.f;
-    // Half a group at a time: 4 steps' A fragments dequantised once, used by every chunk.
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      expert_mma::AFragment a[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(vn, vn8, 4 * half + i);
-#pragma unroll
-      for (int ch = 0; ch < kChunks; ++ch) {
-        if (ch * 8 >= h.tn) break;
-#pragma unroll
-        for (int w = 0; w < 2; ++w) {
-          std::uint32_t x[4] = {0u, 0u, 0u, 0u};
-          if (c < quads) load_x(x, ch, expert_mma::int4_lane_x_k(g, c, 2 * half + w));
-          mma_16816(d[ch], a[2 * w], expert_mma::int4_b(x, 4 * half + 2 * w));
-          mma_16816(d[ch], a[2 * w + 1], expert_mma::int4_b(x, 4 * half + 2 * w + 1));
-        }
-      }
-    }
-    const float sn = __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(scales & 0xFFFFu)));
-    const float sn8 = __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(scales >> 16)));
-#pragma unroll
-    for (int ch = 0; ch < kChunks; ++ch) {
-      acc[ch][0] = fmaf(d[ch][0], sn, acc[ch][0]);
-      acc[ch][1] = fmaf(d[ch][1], sn, acc[ch][1]);
-      acc[ch][2] = fmaf(d[ch][2], sn8, acc[ch][2]);
-      acc[ch][3] = fmaf(d[ch][3], sn8, acc[ch][3]);
-    }
+    int4_group_mma<kChunks>(acc, vn, vn8, scales, (h.tn + 7) / 8, [&](std::uint32_t(&x)[4], int ch, int w) {
+      if (c < quads)
+        load_x(x, ch, expert_mma::int4_lane_x_k(g, c, w));
+      else
+        x[0] = x[1] = x[2] = x[3] = 0u;
+    });
   }
 
   // The warp is done reading the slot: __syncwarp orders every lane's reads before lane 0's

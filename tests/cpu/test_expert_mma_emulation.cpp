@@ -103,6 +103,46 @@ void put(std::uint32_t (&dst)[4], const std::uint32_t* src) {
   for (int i = 0; i < 4; ++i) dst[i] = src ? src[i] : 0u;
 }
 
+// The two mma steps of one 32-k bf16 block from the lanes' 16-byte loads of their rows n and
+// n + 8 and of their token's activations.
+void emulate_bf16_block(const std::uint32_t (&rn)[32][4], const std::uint32_t (&rn8)[32][4],
+                        const std::uint32_t (&xw)[32][4], float (&acc)[32][4]) {
+  for (int s = 0; s < 2; ++s) {
+    mma::AFragment a[32];
+    mma::BFragment b[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      a[lane] = mma::bf16_a(rn[lane], rn8[lane], s);
+      b[lane] = mma::bf16_b(xw[lane], s);
+    }
+    emulate_mma(acc, a, b);
+  }
+}
+
+// One int4 group: the 8 mma steps from the lanes' vectors of codes (rows n and n + 8), x(lane,
+// w, words) giving a lane's activation word w (0..3) of its 32 k, then acc += d x the scales
+// pair(lane) holds (rows n and n + 8), in fp32 as the kernels do.
+void emulate_int4_group(const std::uint32_t (&vn)[32][4], const std::uint32_t (&vn8)[32][4],
+                        const std::function<void(int, int, std::uint32_t (&)[4])>& x,
+                        const std::function<std::uint32_t(int)>& pair, float (&acc)[32][4]) {
+  float d[32][4] = {};
+  for (int s = 0; s < 8; ++s) {
+    mma::AFragment a[32];
+    mma::BFragment b[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      std::uint32_t xw[4] = {};
+      x(lane, s / 2, xw);
+      a[lane] = mma::int4_a(vn[lane], vn8[lane], s);
+      b[lane] = mma::int4_b(xw, s);
+    }
+    emulate_mma(d, a, b);
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const std::uint32_t sp = pair(lane);
+    const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(sp)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(sp >> 16));
+    for (int i = 0; i < 4; ++i) acc[lane][i] += d[lane][i] * (i < 2 ? sn : sn8);
+  }
+}
+
 // One tile (16 rows: tile_source_row) for one chunk of up to 8 tokens, as the kernel's warp
 // computes it: out[token][tile row] before the epilogue.
 void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
@@ -116,8 +156,6 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
   };
   if (!int4) {
     for (int block = 0; block * 32 < p.k; ++block) {
-      mma::AFragment a[32];
-      mma::BFragment b[32];
       std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
       for (int lane = 0; lane < 32; ++lane) {
         const int n = lane / 4, c = lane % 4, kk = mma::bf16_lane_k(block, c);
@@ -126,19 +164,12 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
         put(rn8[lane], reinterpret_cast<const std::uint32_t*>(p.w_bf16.data() + static_cast<std::size_t>(r1) * p.k + kk));
         put(xw[lane], x_words(lane, kk));
       }
-      for (int s = 0; s < 2; ++s) {
-        for (int lane = 0; lane < 32; ++lane) {
-          a[lane] = mma::bf16_a(rn[lane], rn8[lane], s);
-          b[lane] = mma::bf16_b(xw[lane], s);
-        }
-        emulate_mma(acc, a, b);
-      }
+      emulate_bf16_block(rn, rn8, xw, acc);
     }
     return;
   }
   for (int g = 0; g < int4_groups(p.k); ++g) {
     const int quads = layout::group_quads(p.k, g);
-    float d[32][4] = {};
     std::uint32_t vn[32][4], vn8[32][4];
     for (int lane = 0; lane < 32; ++lane) {
       const int n = lane / 4, c = lane % 4;
@@ -146,23 +177,15 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
       put(vn[lane], has ? p.packed.data() + 4 * layout::vector_index(p.k, tile, g, 0, n, c) : nullptr);
       put(vn8[lane], has ? p.packed.data() + 4 * layout::vector_index(p.k, tile, g, 1, n, c) : nullptr);
     }
-    for (int s = 0; s < 8; ++s) {
-      mma::AFragment a[32];
-      mma::BFragment b[32];
-      for (int lane = 0; lane < 32; ++lane) {
-        const int c = lane % 4;
-        std::uint32_t xw[4];
-        put(xw, c < quads ? x_words(lane, mma::int4_lane_x_k(g, c, s / 2)) : nullptr);
-        a[lane] = mma::int4_a(vn[lane], vn8[lane], s);
-        b[lane] = mma::int4_b(xw, s);
-      }
-      emulate_mma(d, a, b);
-    }
-    for (int lane = 0; lane < 32; ++lane) {
-      const std::uint32_t pair = reinterpret_cast<const std::uint32_t*>(p.scales.data())[layout::scale_pair_index(p.k, tile, g, lane / 4)];
-      const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(pair)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(pair >> 16));
-      for (int i = 0; i < 4; ++i) acc[lane][i] += d[lane][i] * (i < 2 ? sn : sn8);
-    }
+    emulate_int4_group(
+        vn, vn8,
+        [&](int lane, int w, std::uint32_t (&xw)[4]) {
+          put(xw, lane % 4 < quads ? x_words(lane, mma::int4_lane_x_k(g, lane % 4, w)) : nullptr);
+        },
+        [&](int lane) {
+          return reinterpret_cast<const std::uint32_t*>(p.scales.data())[layout::scale_pair_index(p.k, tile, g, lane / 4)];
+        },
+        acc);
   }
 }
 
@@ -207,15 +230,7 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
             slot_words(st::bf16_slot_offset(seg, s, n + 8, b, c), rn8[lane]);
             x_words(lane, seg.first(s) + 32 * b + 8 * c, xw[lane]);
           }
-          for (int step = 0; step < 2; ++step) {
-            mma::AFragment a[32];
-            mma::BFragment bf[32];
-            for (int lane = 0; lane < 32; ++lane) {
-              a[lane] = mma::bf16_a(rn[lane], rn8[lane], step);
-              bf[lane] = mma::bf16_b(xw[lane], step);
-            }
-            emulate_mma(part[w], a, bf);
-          }
+          emulate_bf16_block(rn, rn8, xw, part[w]);
         }
         continue;
       }
@@ -227,24 +242,17 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
           slot_words(st::int4_slot_offset(seg, s, w, 0, lane / 4, lane % 4), vn[lane]);
           slot_words(st::int4_slot_offset(seg, s, w, 1, lane / 4, lane % 4), vn8[lane]);
         }
-      float d[32][4] = {};
-      for (int step = 0; step < 8; ++step) {
-        mma::AFragment a[32];
-        mma::BFragment bf[32];
-        for (int lane = 0; lane < 32; ++lane) {
-          std::uint32_t xw[4] = {};
-          if (lane % 4 < quads) x_words(lane, mma::int4_lane_x_k(g, lane % 4, step / 2), xw);
-          a[lane] = mma::int4_a(vn[lane], vn8[lane], step);
-          bf[lane] = mma::int4_b(xw, step);
-        }
-        emulate_mma(d, a, bf);
-      }
-      for (int lane = 0; lane < 32; ++lane) {
-        std::uint32_t pair;
-        std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(w, lane / 4), 4);
-        const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(pair)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(pair >> 16));
-        for (int i = 0; i < 4; ++i) part[w][lane][i] += d[lane][i] * (i < 2 ? sn : sn8);
-      }
+      emulate_int4_group(
+          vn, vn8,
+          [&](int lane, int word, std::uint32_t (&xw)[4]) {
+            if (lane % 4 < quads) x_words(lane, mma::int4_lane_x_k(g, lane % 4, word), xw);
+          },
+          [&](int lane) {
+            std::uint32_t pair;
+            std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(w, lane / 4), 4);
+            return pair;
+          },
+          part[w]);
     }
   }
   for (int lane = 0; lane < 32; ++lane)
