@@ -174,8 +174,9 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
   validate_forward_args(args);
   const ScratchLayout layout = scratch_layout(args.dims, args.m);
   const ForwardPath path = resolve_forward_path(args);
-  // The mma family reads x by token, and under it int4 codes sit in the fragment layout, which
-  // the tensor-core gate_up (the one reader of scaled inputs) cannot read: refuse, never guess.
+  // The mma and stream families read x by token, and under them int4 codes sit in the fragment
+  // layout, which the tensor-core gate_up (the one reader of scaled inputs) cannot read: refuse,
+  // never guess.
   if ((args.options.gemm == GemmFamily::mma || args.options.gemm == GemmFamily::stream) && args.dims.scale_input)
     bad("gemm=" + std::string(to_string(args.options.gemm)) +
         " does not read a routed expert's scaled input (Llama-4); use gemm=auto");
