@@ -43,7 +43,7 @@ for name, ins in funcs.items():
         body = [t for a, t in ins if int(m.group(1), 16) <= a <= addr and not t.startswith("NOP")]
         if any("HMMA" in t for t in body) and any("SYNCS" in t and "TRYWAIT" in t for t in body):
             if best is None or len(body) < len(best): best = body
-    label = f"{gate} {fmt} {chunks.group(1) if chunks else \"?\"} chunk(s)"
+    label = gate + " " + fmt + " " + (chunks.group(1) if chunks else "?") + " chunk(s)"
     if best is None:
         print(f"{label}: no consumer loop found"); status = 2; continue
     kb = 1.0 if fmt == "int4" else 2.0

@@ -837,7 +837,7 @@ bool family_supported(GemmFamily family) {
   moe::test::test_device();
   const int need = family == GemmFamily::stream ? 90 : 80;
   if (current_device_sm() >= need) return true;
-  MESSAGE("gemm=" << to_string(family) << " needs sm_" << need << "; skipped on sm_" << current_device_sm());
+  MESSAGE("gemm=" << std::string(to_string(family)) << " needs sm_" << need << "; skipped on sm_" << current_device_sm());
   return false;
 }
 
@@ -874,14 +874,14 @@ void check_family_on_tiny_shapes(GemmFamily family) {
         for (Routing r : {Routing::uniform, Routing::skewed})
           for (bool pdl : {false, true}) {
             if (pdl && m % 8 != 1 && m != 64) continue;  // PDL at a few M
-            INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=" << to_string(family) << " pdl=" << pdl);
+            INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=" << std::string(to_string(family)) << " pdl=" << pdl);
             const CaseStats s =
                 check_forward(layer, m, r, ForwardPath::automatic, 1 << 20, st.s, true, family_options(family, pdl));
             ++cases;
             worst = std::max(worst, s.layer_rel);
           }
     }
-  MESSAGE(to_string(family) << " tiny shapes: " << cases << " cases, worst layer rel L2 " << worst);
+  MESSAGE(std::string(to_string(family)) << " tiny shapes: " << cases << " cases, worst layer rel L2 " << worst);
 }
 
 void check_family_on_model_shapes(GemmFamily family) {
@@ -903,20 +903,20 @@ void check_family_on_model_shapes(GemmFamily family) {
         for (Routing r : {Routing::uniform, Routing::skewed}) {
           if (r == Routing::skewed && !few) continue;
           const int cap = r == Routing::skewed ? 4 : std::max(2, static_cast<int>(3e8 / per_token));
-          INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=" << to_string(family));
+          INFO(case_name(sh.name, d, m, r, ForwardPath::automatic) << " gemm=" << std::string(to_string(family)));
           const CaseStats s = check_forward(layer, m, r, ForwardPath::automatic, cap, st.s, few && m <= 64,
                                             family_options(family, false));
           sampled += s.sampled;
           worst = std::max(worst, s.layer_rel);
         }
         if (few) {
-          INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=" << to_string(family)
+          INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=" << std::string(to_string(family))
                                                                                   << " with PDL");
           check_forward(layer, m, Routing::uniform, ForwardPath::automatic, 2, st.s, true, family_options(family, true));
         }
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " gemm=" << to_string(family) << ": "
+      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " gemm=" << std::string(to_string(family)) << ": "
                                    << sampled << " sampled tokens checked, worst layer rel L2 " << worst << " (" << secs
                                    << " s so far)");
     }
