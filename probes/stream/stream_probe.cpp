@@ -70,12 +70,12 @@ void run_stream_probe(ProbeState& state) {
   if (!kernels::ring_stream_supported())
     throw EnvironmentError("probe stream needs bulk copies (sm_90 or newer); this GPU is sm_" +
                            std::to_string(state.device().props.major) + std::to_string(state.device().props.minor));
-  const ReadCeiling rc = checked_read_ceiling(state);
   std::size_t largest = 0;
   for (const SweepPoint& p : state.points())
     for (const RingCase& c : ring_cases())
       if (c.name == p.case_name) largest = std::max(largest, c.bytes);
   if (largest == 0) return;  // every case filtered out
+  const ReadCeiling rc = checked_read_ceiling(state);
   Stream stream;
   DeviceBuffer src = state.allocator().allocate(largest);
   DeviceBuffer xor_out = state.allocator().allocate(sizeof(std::uint32_t));
