@@ -138,12 +138,7 @@ const char* to_string(RingMath m) {
 
 bool ring_stream_supported() { return current_device_sm() >= 90; }
 
-int ring_stream_blocks() {
-  int dev = 0, sms = 0;
-  MOE_CUDA_CHECK(cudaGetDevice(&dev));
-  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
+int ring_stream_blocks() { return current_device_multiprocessors(); }
 
 void ring_stream(const void* src, std::size_t bytes, RingShape ring, RingMath math, std::uint32_t* xor_out,
                  float* sink, cudaStream_t stream) {

@@ -94,15 +94,6 @@ struct DecodeWalk {
     return pos;
   }
 
-  // x is read-only for the whole forward: the non-coherent path. h was written by the kernel
-  // before (and, under programmatic launch, while this grid was already resident): a plain
-  // load, still cached in L1 (a read-only load of it would break the .nc contract).
-  template <bool kGateUp>
-  __device__ static uint4 load_activation(const uint4* at) {
-    if constexpr (kGateUp) return __ldg(at);
-    return *at;
-  }
-
   // The next piece: the next segment, else the unit's next chunk of kPassTokens tokens, else
   // the next unit dealt to this warp; entry -1 past the phase's last entry.
   template <int kPassTokens>

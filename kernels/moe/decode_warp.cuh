@@ -108,7 +108,7 @@ struct DecodeWarp : DecodeWalk {
       const uint4* in = input_vecs(input_row<kGateUp>(e, c.chunk()));
 #pragma unroll
       for (int i = 0; i < kVecs; ++i)
-        s.x[i] = load_activation<kGateUp>(in + min(c.segment() * kSegVecs + lane + 32 * i, vecs_per_row - 1));
+        s.x[i] = detail::load_activation<kGateUp>(in + min(c.segment() * kSegVecs + lane + 32 * i, vecs_per_row - 1));
     }
   }
 
@@ -156,7 +156,7 @@ struct DecodeWarp : DecodeWalk {
             if (t == 0 || t < tn) {
               uint4 xv;
               if constexpr (kInputInSlot) xv = s.x[i];
-              else xv = load_activation<kGateUp>(input_vecs(rows[t]) + v);
+              else xv = detail::load_activation<kGateUp>(input_vecs(rows[t]) + v);
               const std::uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
               for (int q = 0; q < 4; ++q) {
@@ -187,7 +187,7 @@ struct DecodeWarp : DecodeWalk {
 #pragma unroll
               for (int t = 0; t < kTokens; ++t) {
                 if (t == 0 || t < tn) {
-                  const uint4 x4 = load_activation<kGateUp>(input_vecs(rows[t]) + 4 * v + q);  // 32 per vector
+                  const uint4 x4 = detail::load_activation<kGateUp>(input_vecs(rows[t]) + 4 * v + q);  // 32 per vector
                   const std::uint32_t xw[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
                   for (int h = 0; h < 4; ++h) {

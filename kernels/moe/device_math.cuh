@@ -36,6 +36,16 @@ __device__ __forceinline__ float dot8_int4(std::uint32_t q, uint4 x, float acc) 
   return acc;
 }
 
+// The activations of an expert GEMM: gate_up's x is read-only for the whole forward, the
+// non-coherent path. down's h was written by the kernel before (and, under programmatic
+// launch, while this grid was already resident): a plain load, still cached in L1 (a read-only
+// load of it would break the .nc contract).
+template <bool kGateUp>
+__device__ __forceinline__ uint4 load_activation(const uint4* at) {
+  if constexpr (kGateUp) return __ldg(at);
+  return *at;
+}
+
 // Indices the route stage wrote into scratch, clamped into [lo, hi] before use: when scratch is
 // overwritten under a kernel (the bugs the probes reproduce), a forward must give wrong
 // numbers the probe can see, not an illegal address that ends the process.

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kThreads, 2) stream_expert_gemm_kernel(Params 
   extern __shared__ __align__(128) unsigned char smem[];
   detail::allow_dependent_launch();
   Smem sm(smem, smem_layout<kInt4, kChunks>(p.token_table));
-  if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, p.ring_slots, kConsumerWarps);
+  if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, slots_for(kInt4), kConsumerWarps);
   __syncthreads();
   if (threadIdx.x >= 32 * kConsumerWarps) {
     Producer<kInt4, kGateUp, kChunks>(p, sm).run();
@@ -69,18 +69,11 @@ void configure_stream_kernel() {
   if (dev < 64) configured[dev] = true;
 }
 
-int multiprocessors() {
-  int dev = 0, sms = 0;
-  MOE_CUDA_CHECK(cudaGetDevice(&dev));
-  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
 template <WeightFormat F, bool kGateUp, int kChunks>
 void launch_stream(const Params& p, bool programmatic, cudaStream_t stream) {
   configure_stream_kernel<F, kGateUp, kChunks>();
   const std::size_t bytes = smem_layout<F == WeightFormat::int4, kChunks>(p.token_table).bytes();
-  detail::launch(kKernel<F, kGateUp, kChunks>, dim3(multiprocessors()), dim3(kThreads), bytes, stream, programmatic,
+  detail::launch(kKernel<F, kGateUp, kChunks>, dim3(current_device_multiprocessors()), dim3(kThreads), bytes, stream, programmatic,
                  "stream_expert_gemm_kernel", p);
 }
 
@@ -120,7 +113,6 @@ void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaSt
   p.active = l.at<int>(s, l.active_experts);
   p.offsets = l.at<int>(s, l.expert_offsets);
   p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
-  p.ring_slots = slots_for(int4);
   p.token_table = kGateUp ? std::min(a.m * d.top_k, kMaxTokenTable) : 0;
   p.h_out = l.at<__nv_bfloat16>(s, l.h);
   p.down_out = l.at<float>(s, l.down_out);

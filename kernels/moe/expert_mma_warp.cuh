@@ -104,7 +104,7 @@ struct ExpertMmaWarp : DecodeWalk {
       return;
     }
     const uint4* row = reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row<kGateUp>(e, t0 + tok)) * p.k_len);
-    copy_words(x, load_activation<kGateUp>(row + k / 8));
+    copy_words(x, detail::load_activation<kGateUp>(row + k / 8));
   }
 
   __device__ void consume(const Slot& s, const PieceCursor& c, Acc& acc) const {

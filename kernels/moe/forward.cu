@@ -135,6 +135,17 @@ int current_device_sm() {
   return sm;
 }
 
+int current_device_multiprocessors() {
+  static int cached[64] = {};
+  int dev = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 64 && cached[dev]) return cached[dev];
+  int sms = 0;
+  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (dev < 64) cached[dev] = sms;
+  return sms;
+}
+
 ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
   ForwardPath p = a.path;
   if (p == ForwardPath::automatic)

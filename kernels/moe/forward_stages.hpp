@@ -51,7 +51,9 @@ void preload_stream_kernels(WeightFormat format);
 void preload_tensor_core_kernels(WeightFormat format);
 void preload_combine_kernels();
 
-// Compute capability major*10+minor of the current device (cached per device).
+// Compute capability major*10+minor of the current device, and its multiprocessors (cached
+// per device).
 int current_device_sm();
+int current_device_multiprocessors();
 
 }  // namespace moe::kernels

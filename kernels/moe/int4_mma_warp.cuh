@@ -97,7 +97,7 @@ struct Int4MmaWarp : DecodeWalk {
       const uint4* in = reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row<kGateUp>(e, t0 + n)) * p.k_len) +
                         (4 * g + quad) * 4;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) x[i] = load_activation<kGateUp>(in + i);
+      for (int i = 0; i < 4; ++i) x[i] = detail::load_activation<kGateUp>(in + i);
     }
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     const std::uint32_t words[4] = {s.w.x, s.w.y, s.w.z, s.w.w};

@@ -22,6 +22,7 @@ constexpr int kConsumerThreads = 32 * kConsumerWarps;
 
 template <bool kInt4, bool kGateUp, int kChunks>
 struct Consumer {
+  static constexpr int kSlots = slots_for(kInt4);
   const Params& p;
   Smem& sm;
   const Segments seg;
@@ -32,13 +33,6 @@ struct Consumer {
 
   __device__ Consumer(const Params& params, Smem& s)
       : p(params), sm(s), seg{params.k_len, kInt4}, warp(threadIdx.x >> 5), lane(threadIdx.x & 31) {}
-
-  // x is read-only for the whole forward: the non-coherent path. h was written by the kernel
-  // before this one: a plain load.
-  __device__ static uint4 load_activation(const uint4* at) {
-    if constexpr (kGateUp) return __ldg(at);
-    return *at;
-  }
 
   // The activation row of a pass's token `tok` (its position in the entry: t0 + tok).
   __device__ int input_row(const Header& h, int tok) const {
@@ -63,7 +57,7 @@ struct Consumer {
   // 8 activations of the lane's token of chunk ch at k (zero past the pass's tokens).
   __device__ void load_x(std::uint32_t (&x)[4], int ch, int k) const {
     if (x_row[ch]) {
-      copy_words(x, load_activation(x_row[ch] + k / 8));
+      copy_words(x, detail::load_activation<kGateUp>(x_row[ch] + k / 8));
     } else {
       x[0] = x[1] = x[2] = x[3] = 0u;
     }
@@ -167,8 +161,8 @@ struct Consumer {
   __device__ void run() {
     if constexpr (!kGateUp) detail::grid_dependency_wait();  // down reads h from its first stage
     for (int item = 0;; ++item) {
-      const int slot = item % p.ring_slots;
-      ring::wait(&sm.full[slot], (item / p.ring_slots) & 1);
+      const int slot = item % kSlots;
+      ring::wait(&sm.full[slot], (item / kSlots) & 1);
       const Header h = sm.headers[slot];
       if (h.kind == kEnd) return;
       if (h.kind == kRoutedBegin) {

@@ -25,7 +25,6 @@ struct Params {
   const int* active;  // routed ascending, then shared, then -1
   const int* offsets;
   const int* sorted_pairs;
-  int ring_slots;   // slots of the ring (slots_for)
   int token_table;  // gate_up: sorted positions whose token is kept in shared memory
   __nv_bfloat16* h_out;  // gate_up
   float* down_out;       // down

@@ -51,8 +51,8 @@ constexpr int kInt4SlotBytes = kInt4CodeBytes + kInt4SegmentGroups * kInt4ScaleB
 constexpr int kRingBytes = 88 * 1024;
 constexpr int kMaxSlots = 16;
 
-MOE_HD int slots_for(bool int4) { return kRingBytes / (int4 ? kInt4SlotBytes : kBf16SlotBytes); }
-MOE_HD int slot_bytes(bool int4) { return int4 ? kInt4SlotBytes : kBf16SlotBytes; }
+constexpr int slot_bytes(bool int4) { return int4 ? kInt4SlotBytes : kBf16SlotBytes; }
+constexpr int slots_for(bool int4) { return kRingBytes / slot_bytes(int4); }
 
 // A stage's place in K and its bytes, for a matrix with reduction length k_len.
 struct Segments {

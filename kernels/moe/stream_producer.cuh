@@ -23,6 +23,7 @@ struct Entry {
 template <bool kInt4, bool kGateUp, int kChunks>
 struct Producer {
   static constexpr int kPassTokens = 8 * kChunks;
+  static constexpr int kSlots = slots_for(kInt4);
   const Params& p;
   Smem& sm;
   const Segments seg;
@@ -54,8 +55,8 @@ struct Producer {
 
   // Waits until the next item's slot is free; returns the slot.
   __device__ int acquire() {
-    const int slot = item % p.ring_slots;
-    ring::wait(&sm.empty[slot], ((item / p.ring_slots) & 1) ^ 1);
+    const int slot = item % kSlots;
+    ring::wait(&sm.empty[slot], ((item / kSlots) & 1) ^ 1);
     return slot;
   }
 
