@@ -1,15 +1,15 @@
 // Stages 2 and 3 on the streaming expert GEMM (ForwardOptions::gemm, GemmFamily::stream; sm_90
 // and newer): one block an SM, whose producer warp streams the block's equal share of the
-// layer's weight bytes (stream_plan.hpp) through a ring of shared-memory stages with bulk copies
-// (stage_ring.cuh), while 8 consumer warps multiply each stage on tensor cores as soon as it
-// lands. The bytes in flight live in shared memory, not in the registers of the warps that
-// compute, so the ring's depth does not trade against accumulators. int4 weights are read in
+// layer's weight bytes (stream_plan.hpp) with bulk copies (stage_ring.cuh) into a ring of
+// shared-memory stages for each of 8 consumer warps, dealing the unit-passes to the warps in
+// turn; each warp multiplies its stages on tensor cores as soon as they land and stores its
+// own sums. The bytes in flight live in shared memory, not in the registers of the warps that
+// compute, so the rings' depth does not trade against accumulators. int4 weights are read in
 // the mma fragment layout (int4_mma_layout.hpp), where a stage's codes are one copy.
 //
 // Under programmatic dependent launch: the shared experts' stages are streamed before the wait
-// (gate_up: while the route still runs; down: copied while gate_up ends, small enough that a
-// down block fits beside a gate_up block); the routed experts after it.
-#include <algorithm>
+// (gate_up: while the route still runs; down: copied as gate_up's blocks leave their SMs); the
+// routed experts after it.
 #include <string>
 
 #include "common/cuda_check.hpp"
@@ -24,23 +24,16 @@ namespace {
 
 using namespace stream;
 
-// Sorted positions whose token gate_up keeps in shared memory (beyond, a consumer reads the
-// pair from the route's table).
-constexpr int kMaxTokenTable = 2048;
-
-template <bool kInt4, int kChunks>
-__host__ __device__ SmemLayout smem_layout(int token_table) {
-  return {slot_bytes(kInt4), slots_for(kInt4), kChunks, token_table};
-}
-
+// One block an SM: the rings take most of its shared memory, and the registers it leaves the
+// consumer warps hold a whole stage and its activations.
 template <WeightFormat F, bool kGateUp, int kChunks>
-__global__ void __launch_bounds__(kThreads, 2) stream_expert_gemm_kernel(Params p) {
+__global__ void __launch_bounds__(kThreads, 1) stream_expert_gemm_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr bool kInt4 = F == WeightFormat::int4;
   extern __shared__ __align__(128) unsigned char smem[];
   detail::allow_dependent_launch();
-  Smem sm(smem, smem_layout<kInt4, kChunks>(p.token_table));
-  if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, slots_for(kInt4), kConsumerWarps);
+  Smem sm(smem, SmemLayout{stream::slot_bytes(kInt4)});
+  if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, kSlots, 1);
   __syncthreads();
   if (threadIdx.x >= 32 * kConsumerWarps) {
     Producer<kInt4, kGateUp, kChunks>(p, sm).run();
@@ -63,7 +56,7 @@ void configure_stream_kernel() {
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < 64 && configured[dev]) return;
-  const std::size_t bytes = smem_layout<F == WeightFormat::int4, kChunks>(kMaxTokenTable).bytes();
+  const std::size_t bytes = SmemLayout{stream::slot_bytes(F == WeightFormat::int4)}.bytes();
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kKernel<F, kGateUp, kChunks>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(bytes)));
   if (dev < 64) configured[dev] = true;
@@ -72,7 +65,7 @@ void configure_stream_kernel() {
 template <WeightFormat F, bool kGateUp, int kChunks>
 void launch_stream(const Params& p, bool programmatic, cudaStream_t stream) {
   configure_stream_kernel<F, kGateUp, kChunks>();
-  const std::size_t bytes = smem_layout<F == WeightFormat::int4, kChunks>(p.token_table).bytes();
+  const std::size_t bytes = SmemLayout{stream::slot_bytes(F == WeightFormat::int4)}.bytes();
   detail::launch(kKernel<F, kGateUp, kChunks>, dim3(current_device_multiprocessors()), dim3(kThreads), bytes, stream, programmatic,
                  "stream_expert_gemm_kernel", p);
 }
@@ -113,7 +106,6 @@ void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaSt
   p.active = l.at<int>(s, l.active_experts);
   p.offsets = l.at<int>(s, l.expert_offsets);
   p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
-  p.token_table = kGateUp ? std::min(a.m * d.top_k, kMaxTokenTable) : 0;
   p.h_out = l.at<__nv_bfloat16>(s, l.h);
   p.down_out = l.at<float>(s, l.down_out);
   if (int4)

@@ -4,8 +4,8 @@
 // has two mbarriers:
 //   full:  one arrival, the producer's, which also announces the bytes its copies will bring;
 //          the phase completes when that arrival and every byte have landed.
-//   empty: one arrival a consumer warp, made as soon as the warp has copied its part of the
-//          slot to registers (before its math), so the next copy into the slot starts early.
+//   empty: one arrival from each warp that reads the slot, made as soon as the warp has
+//          copied its part to registers (before its math), so the next copy starts early.
 // Item i uses slot i % slots and waits for phase (i / slots) & 1 of full; the producer waits
 // for the opposite parity of empty, which a fresh barrier passes at once (every slot starts
 // free). Below sm_90 every function traps: the stream family is refused there before launch.
@@ -37,11 +37,11 @@ __device__ __forceinline__ void fence_init() {
 }
 
 // Every slot's barriers, by one thread before the block's first barrier: full expects the
-// producer's one arrival, empty one arrival a consumer warp.
-__device__ __forceinline__ void init_slots(std::uint64_t* full, std::uint64_t* empty, int slots, int consumer_warps) {
+// producer's one arrival, empty one arrival from each of `readers` warps.
+__device__ __forceinline__ void init_slots(std::uint64_t* full, std::uint64_t* empty, int slots, int readers) {
   for (int s = 0; s < slots; ++s) {
     init(&full[s], 1);
-    init(&empty[s], static_cast<std::uint32_t>(consumer_warps));
+    init(&empty[s], static_cast<std::uint32_t>(readers));
   }
   fence_init();
 }

@@ -1,11 +1,12 @@
 #pragma once
-// A consumer warp of the streaming expert GEMM. For every ring item: wait for the slot, copy
-// its part of the stage to registers (stream_plan.hpp: bf16 32-k blocks 2w, 2w + 1; int4 group
-// w), release the slot, then multiply on mma.m16n8k16 with the weights as the 16-row A operand
-// and each chunk of 8 tokens as B (the fragments and k maps of expert_mma_fragments.hpp); the
-// activations come from L1/L2 (x is read by every tile of the layer, h by every tile of down).
-// At a unit-pass's last segment the 8 warps' partial sums meet in shared memory and are added
-// in warp order, then stored: gate_up h = silu(gate) * up (bf16), down y (fp32).
+// A consumer warp of the streaming expert GEMM. It owns the unit-passes the producer deals it
+// (stream_plan.hpp) and reads only its own ring. For every stage: wait for the slot, issue the
+// stage's activation loads (x is read by every tile of the layer, h by every tile of down:
+// L1/L2), copy the stage to registers (int4: a group ahead), release the slot, multiply on mma.m16n8k16
+// with the weights as the 16-row A operand and each chunk of 8 tokens as B (the fragments and
+// k maps of expert_mma_fragments.hpp). The sums stay in the warp's registers over the
+// unit-pass's segments, in segment order, and the warp stores them itself: gate_up
+// h = silu(gate) * up (bf16), down y (fp32). No warp waits for another.
 #include <cuda_bf16.h>
 
 #include "kernels/moe/device_math.cuh"
@@ -16,30 +17,29 @@
 
 namespace moe::kernels::stream {
 
-constexpr int kPartialsBarrier = 1;  // named barriers of the consumer warps (0 is __syncthreads)
-constexpr int kTokensBarrier = 2;
-constexpr int kConsumerThreads = 32 * kConsumerWarps;
-
 template <bool kInt4, bool kGateUp, int kChunks>
 struct Consumer {
-  static constexpr int kSlots = slots_for(kInt4);
   const Params& p;
   Smem& sm;
   const Segments seg;
-  const int warp, lane;
+  const int warp, lane, n, c;
   float acc[kChunks][4];
   const uint4* x_row[kChunks];  // the lane's token of each chunk, null past the pass's tokens
-  int buffer = 0;               // which buffer of partial sums the next epilogue uses
 
   __device__ Consumer(const Params& params, Smem& s)
-      : p(params), sm(s), seg{params.k_len, kInt4}, warp(threadIdx.x >> 5), lane(threadIdx.x & 31) {}
+      : p(params),
+        sm(s),
+        seg{params.k_len, kInt4},
+        warp(threadIdx.x >> 5),
+        lane(threadIdx.x & 31),
+        n(lane >> 2),
+        c(lane & 3) {}
 
   // The activation row of a pass's token `tok` (its position in the entry: t0 + tok).
   __device__ int input_row(const Header& h, int tok) const {
     const int pos = h.first_pair + h.t0 + tok;
     if constexpr (!kGateUp) return pos;  // h rows are in sorted order
     if (h.shared) return h.t0 + tok;
-    if (pos < p.token_table) return sm.tokens[pos];
     return detail::clamp_index(__ldcg(p.sorted_pairs + pos) / p.slots, 0, p.m - 1);
   }
 
@@ -47,11 +47,15 @@ struct Consumer {
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
       acc[ch][0] = acc[ch][1] = acc[ch][2] = acc[ch][3] = 0.f;
-      const int tok = ch * 8 + (lane >> 2);
+      const int tok = ch * 8 + n;
       x_row[ch] = tok < h.tn
                       ? reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row(h, tok)) * p.k_len)
                       : nullptr;
     }
+  }
+
+  __device__ const unsigned char* slot_at(int slot) const {
+    return sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
   }
 
   // 8 activations of the lane's token of chunk ch at k (zero past the pass's tokens).
@@ -63,119 +67,131 @@ struct Consumer {
     }
   }
 
-  // The warp's part of one bf16 stage: blocks [b0, b1) of the segment.
-  __device__ void bf16_stage(const unsigned char* slot, const Header& h, int slot_index) {
-    const int s = h.segment, b0 = seg.warp_begin(warp), b1 = seg.warp_end(s, warp), n = lane >> 2, c = lane & 3;
-    std::uint32_t rn[kBf16BlocksPerWarp][4], rn8[kBf16BlocksPerWarp][4];
+  // One bf16 stage: up to 8 blocks of 32 k, rows n and n + 8 of each.
+  __device__ void bf16_stage(const Header& h, int slot) {
+    const int s = h.segment, blocks = seg.length(s) / 32;
+    std::uint32_t x[kBf16SegmentBlocks][kChunks][4];
 #pragma unroll
-    for (int j = 0; j < kBf16BlocksPerWarp; ++j)
-      if (b0 + j < b1) {
-        copy_words(rn[j], *reinterpret_cast<const uint4*>(slot + bf16_slot_offset(seg, s, n, b0 + j, c)));
-        copy_words(rn8[j], *reinterpret_cast<const uint4*>(slot + bf16_slot_offset(seg, s, n + 8, b0 + j, c)));
+    for (int b = 0; b < kBf16SegmentBlocks; ++b)
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch)
+        if (b < blocks) load_x(x[b][ch], ch, seg.first(s) + expert_mma::bf16_lane_k(b, c));
+    const unsigned char* bytes = slot_at(slot);
+    std::uint32_t rn[kBf16SegmentBlocks][4], rn8[kBf16SegmentBlocks][4];
+#pragma unroll
+    for (int b = 0; b < kBf16SegmentBlocks; ++b)
+      if (b < blocks) {
+        copy_words(rn[b], *reinterpret_cast<const uint4*>(bytes + bf16_slot_offset(seg, s, n, b, c)));
+        copy_words(rn8[b], *reinterpret_cast<const uint4*>(bytes + bf16_slot_offset(seg, s, n + 8, b, c)));
       }
-    release(slot_index);
+    release(slot);
 #pragma unroll
-    for (int j = 0; j < kBf16BlocksPerWarp; ++j) {
-      if (b0 + j >= b1) break;
-      const int k = seg.first(s) + 32 * (b0 + j) + 8 * c;
+    for (int b = 0; b < kBf16SegmentBlocks; ++b) {
+      if (b >= blocks) break;
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) {
         if (ch * 8 >= h.tn) break;
-        std::uint32_t x[4];
-        load_x(x, ch, k);
-        mma_16816(acc[ch], expert_mma::bf16_a(rn[j], rn8[j], 0), expert_mma::bf16_b(x, 0));
-        mma_16816(acc[ch], expert_mma::bf16_a(rn[j], rn8[j], 1), expert_mma::bf16_b(x, 1));
+        mma_16816(acc[ch], expert_mma::bf16_a(rn[b], rn8[b], 0), expert_mma::bf16_b(x[b][ch], 0));
+        mma_16816(acc[ch], expert_mma::bf16_a(rn[b], rn8[b], 1), expert_mma::bf16_b(x[b][ch], 1));
       }
     }
   }
 
-  // The warp's part of one int4 stage: group w of the segment, dequantised in registers (the
-  // codes as 128 + nibble minus 136, exact), its sums scaled in fp32 as the reference does.
-  __device__ void int4_stage(const unsigned char* slot, const Header& h, int slot_index) {
-    const int s = h.segment, j = warp, n = lane >> 2, c = lane & 3;
-    const bool has_group = j < seg.length(s);
-    const int g = seg.first(s) + j, quads = has_group ? int4_mma_layout::group_quads(p.k_len, g) : 0;
-    std::uint32_t vn[4] = {0u, 0u, 0u, 0u}, vn8[4] = {0u, 0u, 0u, 0u}, scales = 0u;
-    if (c < quads) {
-      copy_words(vn, *reinterpret_cast<const uint4*>(slot + int4_slot_offset(seg, s, j, 0, n, c)));
-      copy_words(vn8, *reinterpret_cast<const uint4*>(slot + int4_slot_offset(seg, s, j, 1, n, c)));
+  // What the lane multiplies for group j of segment s: its two vectors of codes and its scale
+  // pair from the slot, its activations of every chunk (zero where it has none).
+  struct Group {
+    std::uint32_t vn[4], vn8[4], scales;
+    std::uint32_t x[kChunks][4][4];
+  };
+  __device__ void load_group(Group& gr, const unsigned char* bytes, int s, int j) const {
+    const int g = seg.first(s) + j;
+    const bool has = c < int4_mma_layout::group_quads(p.k_len, g);
+#pragma unroll
+    for (int ch = 0; ch < kChunks; ++ch)
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+        if (has)
+          load_x(gr.x[ch][w], ch, expert_mma::int4_lane_x_k(g, c, w));
+        else
+          gr.x[ch][w][0] = gr.x[ch][w][1] = gr.x[ch][w][2] = gr.x[ch][w][3] = 0u;
+    if (has) {
+      copy_words(gr.vn, *reinterpret_cast<const uint4*>(bytes + int4_slot_offset(seg, s, j, 0, n, c)));
+      copy_words(gr.vn8, *reinterpret_cast<const uint4*>(bytes + int4_slot_offset(seg, s, j, 1, n, c)));
+    } else {
+      gr.vn[0] = gr.vn[1] = gr.vn[2] = gr.vn[3] = 0u;
+      gr.vn8[0] = gr.vn8[1] = gr.vn8[2] = gr.vn8[3] = 0u;
     }
-    if (has_group) scales = *reinterpret_cast<const std::uint32_t*>(slot + int4_scale_slot_offset(j, n));
-    release(slot_index);
-    if (!has_group) return;
-    int4_group_mma<kChunks>(acc, vn, vn8, scales, (h.tn + 7) / 8, [&](std::uint32_t(&x)[4], int ch, int w) {
-      if (c < quads)
-        load_x(x, ch, expert_mma::int4_lane_x_k(g, c, w));
-      else
-        x[0] = x[1] = x[2] = x[3] = 0u;
-    });
+    gr.scales = *reinterpret_cast<const std::uint32_t*>(bytes + int4_scale_slot_offset(j, n));
+  }
+
+  // One int4 stage: up to 8 groups, each dequantised in registers (the codes as 128 + nibble
+  // minus 136, exact) and its sums scaled in fp32 as the reference does. Group j + 1 is loaded
+  // while group j is multiplied (a whole stage in registers would not leave room for two
+  // chunks' activations); the slot is released once its last group is loaded.
+  __device__ void int4_stage(const Header& h, int slot) {
+    const int s = h.segment, groups = seg.length(s), live = (h.tn + 7) / 8;
+    const unsigned char* bytes = slot_at(slot);
+    Group gr[2];
+    load_group(gr[0], bytes, s, 0);
+    if (groups == 1) release(slot);
+#pragma unroll
+    for (int j = 0; j < kInt4SegmentGroups; ++j) {
+      if (j >= groups) break;
+      if (j + 1 < groups) {
+        load_group(gr[(j + 1) & 1], bytes, s, j + 1);
+        if (j + 2 == groups) release(slot);
+      }
+      const Group& cur = gr[j & 1];
+      int4_group_mma<kChunks>(acc, cur.vn, cur.vn8, cur.scales, live, [&](std::uint32_t(&xw)[4], int ch, int w) {
+        xw[0] = cur.x[ch][w][0], xw[1] = cur.x[ch][w][1], xw[2] = cur.x[ch][w][2], xw[3] = cur.x[ch][w][3];
+      });
+    }
   }
 
   // The warp is done reading the slot: __syncwarp orders every lane's reads before lane 0's
   // arrival, whose release orders them before the copy that next fills the slot.
-  __device__ void release(int slot_index) {
+  __device__ void release(int slot) {
     __syncwarp();
-    if (lane == 0) ring::arrive(&sm.empty[slot_index]);
+    if (lane == 0) ring::arrive(&sm.empty[slot]);
   }
 
-  // The unit-pass's sums of the 8 warps, added in warp order, stored by the epilogue.
-  __device__ void finish_unit_pass(const Header& h) {
-    float* parts = sm.partials + static_cast<std::size_t>(buffer) * kConsumerWarps * kChunks * 4 * 32;
+  // The unit-pass's sums, stored from the lanes that hold them (C fragment: rows n, n + 8,
+  // tokens 2c, 2c + 1 of each chunk).
+  __device__ void finish_unit_pass(const Header& h) const {
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) parts[((warp * kChunks + ch) * 4 + i) * 32 + lane] = acc[ch][i];
-    ring::sync_threads(kPartialsBarrier, kConsumerThreads);
-    buffer ^= 1;  // the next unit-pass writes the other buffer: no second barrier needed
-    auto sum = [&](int ch, int i, int l) {
-      float v = 0.f;
-#pragma unroll
-      for (int w = 0; w < kConsumerWarps; ++w) v += parts[((w * kChunks + ch) * 4 + i) * 32 + l];
-      return v;
-    };
-    // Output q: lane l fastest, so a quarter warp reads 8 consecutive partials.
-    constexpr int kValues = kGateUp ? 2 : 4;  // gate_up: value i pairs with its up value i + 2
-    for (int q = threadIdx.x; q < kChunks * kValues * 32; q += kConsumerThreads) {
-      const int l = q % 32, i = q / 32 % kValues, ch = q / 32 / kValues;
-      const int tok = ch * 8 + expert_mma::c_col(l, i);
-      if (tok >= h.tn) continue;
-      const std::size_t pos = static_cast<std::size_t>(h.first_pair + h.t0 + tok);
-      const int row = int4_mma_layout::tile_source_row(h.tile, expert_mma::c_row(l, i), kGateUp ? p.paired : 0);
-      if constexpr (kGateUp) {
-        reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + row] =
-            detail::to_bf16_bits(detail::silu(sum(ch, i, l)) * sum(ch, i + 2, l));
-      } else {
-        p.down_out[pos * p.out_rows + row] = sum(ch, i, l);
+      for (int i = 0; i < (kGateUp ? 2 : 4); ++i) {  // gate_up: value i pairs with its up value i + 2
+        const int tok = ch * 8 + expert_mma::c_col(lane, i);
+        if (tok >= h.tn) continue;
+        const std::size_t pos = static_cast<std::size_t>(h.first_pair + h.t0 + tok);
+        const int row = int4_mma_layout::tile_source_row(h.tile, expert_mma::c_row(lane, i), kGateUp ? p.paired : 0);
+        if constexpr (kGateUp) {
+          reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + row] =
+              detail::to_bf16_bits(detail::silu(acc[ch][i]) * acc[ch][i + 2]);
+        } else {
+          p.down_out[pos * p.out_rows + row] = acc[ch][i];
+        }
       }
-    }
-  }
-
-  // The routed experts follow: wait for the route, then keep its pairs' tokens at hand.
-  __device__ void read_routing() {
-    detail::grid_dependency_wait();
-    for (int i = threadIdx.x; i < p.token_table; i += kConsumerThreads)
-      sm.tokens[i] = detail::clamp_index(__ldcg(p.sorted_pairs + i) / p.slots, 0, p.m - 1);
-    ring::sync_threads(kTokensBarrier, kConsumerThreads);
   }
 
   __device__ void run() {
     if constexpr (!kGateUp) detail::grid_dependency_wait();  // down reads h from its first stage
     for (int item = 0;; ++item) {
-      const int slot = item % kSlots;
-      ring::wait(&sm.full[slot], (item / kSlots) & 1);
+      const int slot = ring_slot(warp, item);
+      ring::wait(&sm.full[slot], ring_parity(item));
       const Header h = sm.headers[slot];
       if (h.kind == kEnd) return;
-      if (h.kind == kRoutedBegin) {
+      if (h.kind == kRoutedBegin) {  // the routed experts follow: their pairs need the route
         release(slot);
-        read_routing();
+        detail::grid_dependency_wait();
         continue;
       }
       if (h.segment == 0) begin_unit_pass(h);
-      const unsigned char* bytes = sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
       if constexpr (kInt4)
-        int4_stage(bytes, h, slot);
+        int4_stage(h, slot);
       else
-        bf16_stage(bytes, h, slot);
+        bf16_stage(h, slot);
       if (h.last) finish_unit_pass(h);
     }
   }

@@ -1,9 +1,9 @@
 #pragma once
 // The plan of the streaming expert GEMM (expert_gemm_stream.cu, gemm=stream): which bytes a
-// stage holds, which consumer warp reads which of them, and which stages each block streams.
+// stage holds, which consumer warp owns which unit-pass, and which stages each block streams.
 // Host and device share every function here; the CPU tests (tests/cpu/test_stream_plan.cpp)
 // run them to show that every weight byte of a layer is streamed exactly once a pass, by
-// exactly one block, and read by exactly one lane.
+// exactly one block, into the ring of exactly one consumer warp, and read by exactly one lane.
 //
 // Work. A *unit* is one 16-row tile of one active expert (int4_mma_layout.hpp's tiles: gate_up
 // pairs gate rows 8t.. with their up rows, down takes output rows 16t..); a *unit-pass* is a
@@ -11,16 +11,20 @@
 // segment. A phase (the shared experts, which need no routing; then the routed ones) has
 // U = sum over its entries of tiles * passes unit-passes; block b of G takes the unit-passes
 // [U b / G, U (b + 1) / G), entry-major, then tile, then pass (a tile's passes are adjacent,
-// so a second pass reads the tile from L2), then segment. Every unit-pass has the same bytes,
-// so every block streams the same bytes within one unit-pass.
+// so a second pass reads the tile from L2). Every unit-pass has the same bytes, so every block
+// streams the same bytes within one unit-pass.
 //
-// Stages. bf16: 16 rows x up to 512 k (16 KB), one bulk copy a row into a row of the slot,
-// rows kRowPad apart where that keeps 16-byte reads free of bank conflicts; consumer warp w
-// reads 32-k blocks 2w and 2w + 1. int4 (int4_mma_layout.hpp's fragment layout, where a
-// tile's groups are contiguous): up to 8 groups of 128 k (8 KB), one copy of the codes and
-// one of their scales; warp w reads group w. A stage's partial sums stay in each warp's
-// registers until the unit-pass's last segment, then the 8 warps' sums are added in warp
-// order (deterministic) and the epilogue stores them.
+// Warps. The block's unit-passes, counted on across its two phases, are dealt to the consumer
+// warps in turn (the d-th to warp d % 8), each warp with a ring of its own: a warp owns its
+// unit-pass from the first segment to the epilogue, sums it in its registers in segment order
+// (deterministic) and stores it, with no other warp to wait for. The producer fills the rings
+// a wave at a time: segment s of each of up to 8 unit-passes, then segment s + 1.
+//
+// Stages. bf16: 16 rows x up to 256 k (8 KB), one bulk copy a row into a row of the slot, rows
+// kRowPad apart where that keeps 16-byte reads free of bank conflicts. int4
+// (int4_mma_layout.hpp's fragment layout, where a tile's groups are contiguous): up to 8
+// groups of 128 k (8 KB), one copy of the codes and one of their scales.
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/moe/host_device.hpp"
@@ -34,25 +38,31 @@ constexpr int kWarps = kConsumerWarps + 1;  // the last warp is the producer
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTileRows = int4_mma_layout::kTileRows;
 
-constexpr int kBf16SegmentK = 512;                            // k a bf16 stage
-constexpr int kBf16BlocksPerWarp = kBf16SegmentK / 32 / kConsumerWarps;  // 2 blocks of 32 k
-constexpr int kInt4SegmentGroups = kConsumerWarps;            // 128-k groups an int4 stage
-constexpr int kInt4GroupBytes = 1024;                         // a full group of a tile's codes
-constexpr int kInt4ScaleBytes = 2 * kTileRows;                // a group's scales of a tile
+constexpr int kBf16SegmentK = 256;             // k a bf16 stage: 8 blocks of 32 k
+constexpr int kBf16SegmentBlocks = kBf16SegmentK / 32;
+constexpr int kInt4SegmentGroups = 8;          // 128-k groups an int4 stage
+constexpr int kInt4GroupBytes = 1024;          // a full group of a tile's codes
+constexpr int kInt4ScaleBytes = 2 * kTileRows; // a group's scales of a tile
 constexpr int kRowPad = 64;
 
-// Bytes of one slot of the ring: the largest stage (and, int4, its scales after the codes).
-constexpr int kBf16SlotBytes = kTileRows * (2 * kBf16SegmentK + kRowPad);             // 17,408
+// Bytes of one slot: the largest stage (and, int4, its scales after the codes).
+constexpr int kBf16SlotBytes = kTileRows * (2 * kBf16SegmentK + kRowPad);             // 9,216
 constexpr int kInt4CodeBytes = kInt4SegmentGroups * kInt4GroupBytes;                  // 8,192
-constexpr int kInt4SlotBytes = kInt4CodeBytes + kInt4SegmentGroups * kInt4ScaleBytes;  // 8,448
-// The ring's bytes: bytes in flight an SM (bf16 5 slots, int4 10), small enough that a gate_up
-// and a down block fit on one SM together (the down block's shared-expert stages are copied
-// before it waits for gate_up).
-constexpr int kRingBytes = 88 * 1024;
-constexpr int kMaxSlots = 16;
+constexpr int kInt4SlotBytes = kInt4CodeBytes + kInt4ScaleBytes * kInt4SegmentGroups;  // 8,448
+// Slots of each consumer warp's ring: one being read, two in flight (8 warps: up to 144 KB
+// in flight an SM, about 5x what the read rate times the read latency asks).
+constexpr int kSlotsPerWarp = 3;
+constexpr int kSlots = kConsumerWarps * kSlotsPerWarp;
+// The largest dynamic shared memory of a block (sm_90: 227 KB).
+constexpr int kMaxSmemBytes = 227 * 1024;
 
 constexpr int slot_bytes(bool int4) { return int4 ? kInt4SlotBytes : kBf16SlotBytes; }
-constexpr int slots_for(bool int4) { return kRingBytes / slot_bytes(int4); }
+
+// The consumer warp that owns the block's d-th unit-pass, and the slot and phase parity of the
+// i-th item of warp w's ring.
+MOE_HD int owner_warp(int d) { return d % kConsumerWarps; }
+MOE_HD int ring_slot(int w, int i) { return w * kSlotsPerWarp + i % kSlotsPerWarp; }
+MOE_HD unsigned ring_parity(int i) { return static_cast<unsigned>(i / kSlotsPerWarp) & 1u; }
 
 // A stage's place in K and its bytes, for a matrix with reduction length k_len.
 struct Segments {
@@ -87,18 +97,12 @@ struct Segments {
   MOE_HD std::uint32_t stage_bytes(int s) const {
     return static_cast<std::uint32_t>(int4 ? code_bytes(s) + scale_bytes(s) : kTileRows * row_bytes(s));
   }
-  // The 32-k blocks (bf16) or the group (int4) consumer warp w reads of segment s: [begin, end)
-  // in blocks of the segment (bf16) or groups of the segment (int4); empty past its end.
-  MOE_HD int warp_begin(int w) const { return int4 ? w : kBf16BlocksPerWarp * w; }
-  MOE_HD int warp_end(int s, int w) const {
-    const int units = int4 ? length(s) : length(s) / 32, end = warp_begin(w) + (int4 ? 1 : kBf16BlocksPerWarp);
-    return end < units ? end : units;
-  }
 };
 
 // Byte offsets in a bf16 slot of lane (n, c)'s 16 bytes of tile row `row` (n or n + 8) in
 // 32-k block b of the segment; in an int4 slot, of its vector (half, n, c) of the segment's
-// group j, and of its scale pair (rows n and n + 8).
+// group j, and of its scale pair (rows n and n + 8). A warp reads every block (group) of the
+// stage it owns.
 MOE_HD int bf16_slot_offset(const Segments& g, int s, int row, int b, int c) {
   return row * g.row_stride(s) + 64 * b + 16 * c;
 }
@@ -116,20 +120,43 @@ MOE_HD int passes_of(int pairs, int pass_tokens) { return pairs <= pass_tokens ?
 // `units` unit-passes.
 MOE_HD long long share_begin(long long units, int block, int blocks) { return units * block / blocks; }
 
-// A place in a phase's walk: entry, unit-pass within the entry (tile-major), K segment.
+// A place in a phase's walk: entry, unit-pass within the entry (tile-major).
 struct Place {
   int entry;
   int unit_pass;  // tile = unit_pass / passes, pass = unit_pass % passes
-  int segment;
 };
 
-// The place after `p` in a phase whose entry p.entry has `unit_passes` unit-passes and whose
-// units have `segments` segments (the next entry's first place past its last one).
-MOE_HD Place next_place(Place p, int unit_passes, int segments) {
-  if (++p.segment < segments) return p;
-  p.segment = 0;
+// The unit-pass after `p` in a phase whose entry p.entry has `unit_passes` unit-passes (the
+// next entry's first past its last one).
+MOE_HD Place next_place(Place p, int unit_passes) {
   if (++p.unit_pass < unit_passes) return p;
-  return {p.entry + 1, 0, 0};
+  return {p.entry + 1, 0};
 }
+
+// What one ring item is. kStage: a stage of weights; kRoutedBegin (gate_up): the shared
+// experts are done, the routed ones follow (the warp waits for the route before it reads its
+// pairs); kEnd: the ring's last item.
+enum ItemKind : int { kStage, kRoutedBegin, kEnd };
+
+struct Header {
+  int kind;
+  int first_pair;  // the entry's first pair in sorted order
+  int t0, tn;      // the pass's first token (of the entry) and its token count
+  int tile;
+  int segment;
+  int last;    // the unit-pass's last segment: the epilogue follows
+  int shared;  // a shared expert: its pairs are tokens 0 .. m - 1 in order
+};
+
+// The block's dynamic shared memory, in this order: the rings' slots (kSlotsPerWarp a consumer
+// warp, 128-byte aligned, as the copies' destinations must be 16), their headers and their
+// full and empty barriers.
+struct SmemLayout {
+  int slot_bytes;
+
+  MOE_HD std::size_t headers() const { return static_cast<std::size_t>(slot_bytes) * kSlots; }
+  MOE_HD std::size_t barriers() const { return headers() + sizeof(Header) * kSlots; }
+  MOE_HD std::size_t bytes() const { return barriers() + 2 * sizeof(std::uint64_t) * kSlots; }
+};
 
 }  // namespace moe::kernels::stream

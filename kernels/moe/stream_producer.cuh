@@ -1,7 +1,8 @@
 #pragma once
 // The producer warp of the streaming expert GEMM: walks the block's share of each phase
-// (stream_plan.hpp) and, for every stage, waits for a free slot, writes the stage's header and
-// issues its bulk copies. It alone reads the route's tables (active list, offsets, weight
+// (stream_plan.hpp) a wave of up to 8 unit-passes at a time, deals them to the consumer warps in
+// turn and, for every stage, waits for a free slot in its warp's ring, writes the stage's
+// header and issues its bulk copies. It alone reads the route's tables (active list, offsets, weight
 // pointers), a chunk of 32 entries at a time, one entry a lane, every index clamped: under a
 // forward whose scratch is overwritten (the bugs scratch-regrow reproduces) a stage may read
 // wrong weights, never an address outside them.
@@ -23,13 +24,13 @@ struct Entry {
 template <bool kInt4, bool kGateUp, int kChunks>
 struct Producer {
   static constexpr int kPassTokens = 8 * kChunks;
-  static constexpr int kSlots = slots_for(kInt4);
   const Params& p;
   Smem& sm;
   const Segments seg;
   const int lane;
   const std::uint64_t policy;
-  int item = 0;  // ring items pushed so far
+  int items = 0;  // lane w < kConsumerWarps: items pushed into warp w's ring so far
+  int dealt = 0;  // unit-passes dealt so far, over both phases
 
   __device__ Producer(const Params& params, Smem& s)
       : p(params), sm(s), seg{params.k_len, kInt4}, lane(threadIdx.x & 31), policy(ring::evict_first_policy()) {}
@@ -51,28 +52,42 @@ struct Producer {
             kInt4 ? static_cast<const unsigned char*>(p.scales[e]) : nullptr, first, count};
   }
 
+  // Lane `from`'s entry, in every lane.
+  __device__ static Entry broadcast(const Entry& mine, int from) {
+    Entry e;
+    e.weights = reinterpret_cast<const unsigned char*>(
+        __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(mine.weights), from));
+    e.scales = reinterpret_cast<const unsigned char*>(
+        __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(mine.scales), from));
+    e.first_pair = __shfl_sync(0xffffffffu, mine.first_pair, from);
+    e.pairs = __shfl_sync(0xffffffffu, mine.pairs, from);
+    return e;
+  }
+
   __device__ int unit_passes(const Entry& e) const { return p.tiles * passes_of(e.pairs, kPassTokens); }
 
-  // Waits until the next item's slot is free; returns the slot.
-  __device__ int acquire() {
-    const int slot = item % kSlots;
-    ring::wait(&sm.empty[slot], ((item / kSlots) & 1) ^ 1);
+  // Waits until the next item of warp w's ring has a free slot; returns the slot.
+  __device__ int acquire(int w) {
+    const int i = __shfl_sync(0xffffffffu, items, w), slot = ring_slot(w, i);
+    ring::wait(&sm.empty[slot], ring_parity(i) ^ 1u);
+    if (lane == w) ++items;
     return slot;
   }
 
-  // An item with no bytes (kRoutedBegin, kEnd).
+  // An item with no bytes (kRoutedBegin, kEnd), into every consumer warp's ring.
   __device__ void push_marker(int kind) {
-    const int slot = acquire();
-    if (lane == 0) {
-      sm.headers[slot] = Header{kind, 0, 0, 0, 0, 0, 0, 0};
-      ring::arrive(&sm.full[slot]);
+    for (int w = 0; w < kConsumerWarps; ++w) {
+      const int slot = acquire(w);
+      if (lane == 0) {
+        sm.headers[slot] = Header{kind, 0, 0, 0, 0, 0, 0, 0};
+        ring::arrive(&sm.full[slot]);
+      }
+      __syncwarp();
     }
-    __syncwarp();
-    ++item;
   }
 
-  __device__ void push_stage(const Entry& e, const Header& h) {
-    const int slot = acquire(), s = h.segment;
+  __device__ void push_stage(int w, const Entry& e, const Header& h) {
+    const int slot = acquire(w), s = h.segment;
     unsigned char* dst = sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
     if (lane == 0) {
       sm.headers[slot] = h;
@@ -92,7 +107,6 @@ struct Producer {
       ring::copy(dst + lane * seg.row_stride(s), e.weights + 2 * (row * p.k_len + seg.first(s)), seg.row_bytes(s),
                  &sm.full[slot], policy);
     }
-    ++item;
   }
 
   // Streams the block's share of one phase of `n` entries.
@@ -127,30 +141,38 @@ struct Producer {
       if (past) {
         const int l = __ffs(past) - 1;
         const int incl_l = __shfl_sync(0xffffffffu, incl, l), up_l = __shfl_sync(0xffffffffu, up, l);
-        at = Place{base + l, static_cast<int>(lo - (before + incl_l - up_l)), 0};
+        at = Place{base + l, static_cast<int>(lo - (before + incl_l - up_l))};
         break;
       }
       before += __shfl_sync(0xffffffffu, incl, 31);
     }
     const int segments = seg.count();
-    for (long long left = (hi - lo) * segments; left > 0; --left) {
-      if (at.entry >= base + 32) {  // the next chunk of entries
-        base += 32;
-        mine = base + lane < n ? load_entry(routed, base + lane) : Entry{};
+    for (long long next = lo; next < hi;) {
+      // A wave: lane i < wave holds the entry and place of unit-pass next + i.
+      const int wave = static_cast<int>(hi - next < kConsumerWarps ? hi - next : kConsumerWarps);
+      Entry wave_entry{};
+      int wave_unit_pass = 0;
+      for (int i = 0; i < wave; ++i) {
+        if (at.entry >= base + 32) {  // the next chunk of entries
+          base += 32;
+          mine = base + lane < n ? load_entry(routed, base + lane) : Entry{};
+        }
+        const Entry e = broadcast(mine, at.entry - base);
+        if (lane == i) wave_entry = e, wave_unit_pass = at.unit_pass;
+        at = next_place(at, unit_passes(e));
       }
-      const int from = at.entry - base;
-      Entry e;
-      e.weights = reinterpret_cast<const unsigned char*>(
-          __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(mine.weights), from));
-      e.scales = reinterpret_cast<const unsigned char*>(
-          __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(mine.scales), from));
-      e.first_pair = __shfl_sync(0xffffffffu, mine.first_pair, from);
-      e.pairs = __shfl_sync(0xffffffffu, mine.pairs, from);
-      const int passes = passes_of(e.pairs, kPassTokens), pass = at.unit_pass % passes, t0 = pass * kPassTokens;
-      const Header h{kStage, e.first_pair, t0, min(kPassTokens, e.pairs - t0), at.unit_pass / passes, at.segment,
-                     at.segment == segments - 1, routed ? 0 : 1};
-      push_stage(e, h);
-      at = next_place(at, p.tiles * passes, segments);
+      // Segment-major, so the wave's warps start together and each ring fills in step.
+      for (int s = 0; s < segments; ++s)
+        for (int i = 0; i < wave; ++i) {
+          const Entry e = broadcast(wave_entry, i);
+          const int up = __shfl_sync(0xffffffffu, wave_unit_pass, i);
+          const int passes = passes_of(e.pairs, kPassTokens), t0 = up % passes * kPassTokens;
+          const Header h{kStage, e.first_pair, t0, min(kPassTokens, e.pairs - t0), up / passes, s,
+                         s == segments - 1, routed ? 0 : 1};
+          push_stage(owner_warp(dealt + i), e, h);
+        }
+      dealt += wave;
+      next += wave;
     }
   }
 

@@ -2,7 +2,7 @@
 // tensor core by the PTX ISA's m16n8k16 fragment layouts) computing gate_up (SwiGLU) and down
 // tiles from the weights as the kernel loads them, with the functions the kernel uses
 // (expert_mma_fragments.hpp, int4_mma_layout.hpp), against the plain float64 product; the same
-// for the stream family's 8 consumer warps reading the stages its producer copies into a slot
+// for the stream family's consumer warp reading the stages its producer copies into a slot
 // (stream_plan.hpp); and the int4 re-layout's round trip and inverse maps against
 // int4_format.hpp's layout.
 #include <doctest/doctest.h>
@@ -190,13 +190,13 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
 }
 
 // The same tile and chunk through the stream family: for each K segment the producer's copies
-// into a slot (poisoned first), then each of the 8 consumer warps reads its part of the slot and
-// accumulates into its own sums; the sums are added in warp order, as the epilogue does.
+// into a slot (poisoned first), then the warp that owns the unit-pass reads the whole slot and
+// accumulates into its sums, segment by segment, as the kernel does.
 void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
   namespace st = moe::kernels::stream;
   const st::Segments seg{p.k, int4};
   const int tn = std::min(8, p.tokens - t0);
-  float part[st::kConsumerWarps][32][4] = {};
+  for (auto& a : acc) a[0] = a[1] = a[2] = a[3] = 0.f;
   std::vector<unsigned char> slot(st::slot_bytes(int4));
   auto x_words = [&](int lane, int k0, std::uint32_t (&dst)[4]) {
     const int tok = t0 + lane / 4;
@@ -211,36 +211,32 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
         const std::size_t row = layout::tile_source_row(tile, r, p.paired);
         std::memcpy(slot.data() + r * seg.row_stride(s), p.w_bf16.data() + row * p.k + seg.first(s), seg.row_bytes(s));
       }
-    } else {
-      const auto* codes = reinterpret_cast<const unsigned char*>(p.packed.data());
-      const auto* scales = reinterpret_cast<const unsigned char*>(p.scales.data());
-      std::memcpy(slot.data(), codes + static_cast<std::size_t>(tile) * st::kTileRows * p.k / 2 + seg.code_offset(s),
-                  seg.code_bytes(s));
-      std::memcpy(slot.data() + st::kInt4CodeBytes,
-                  scales + (static_cast<std::size_t>(tile) * int4_groups(p.k) + seg.first(s)) * st::kInt4ScaleBytes,
-                  seg.scale_bytes(s));
-    }
-    for (int w = 0; w < st::kConsumerWarps; ++w) {
-      if (!int4) {
-        for (int b = seg.warp_begin(w); b < seg.warp_end(s, w); ++b) {
-          std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
-          for (int lane = 0; lane < 32; ++lane) {
-            const int n = lane / 4, c = lane % 4;
-            slot_words(st::bf16_slot_offset(seg, s, n, b, c), rn[lane]);
-            slot_words(st::bf16_slot_offset(seg, s, n + 8, b, c), rn8[lane]);
-            x_words(lane, seg.first(s) + 32 * b + 8 * c, xw[lane]);
-          }
-          emulate_bf16_block(rn, rn8, xw, part[w]);
+      for (int b = 0; b < seg.length(s) / 32; ++b) {
+        std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
+        for (int lane = 0; lane < 32; ++lane) {
+          const int n = lane / 4, c = lane % 4;
+          slot_words(st::bf16_slot_offset(seg, s, n, b, c), rn[lane]);
+          slot_words(st::bf16_slot_offset(seg, s, n + 8, b, c), rn8[lane]);
+          x_words(lane, seg.first(s) + mma::bf16_lane_k(b, c), xw[lane]);
         }
-        continue;
+        emulate_bf16_block(rn, rn8, xw, acc);
       }
-      if (w >= seg.length(s)) continue;
-      const int g = seg.first(s) + w, quads = layout::group_quads(p.k, g);
+      continue;
+    }
+    const auto* codes = reinterpret_cast<const unsigned char*>(p.packed.data());
+    const auto* scales = reinterpret_cast<const unsigned char*>(p.scales.data());
+    std::memcpy(slot.data(), codes + static_cast<std::size_t>(tile) * st::kTileRows * p.k / 2 + seg.code_offset(s),
+                seg.code_bytes(s));
+    std::memcpy(slot.data() + st::kInt4CodeBytes,
+                scales + (static_cast<std::size_t>(tile) * int4_groups(p.k) + seg.first(s)) * st::kInt4ScaleBytes,
+                seg.scale_bytes(s));
+    for (int j = 0; j < seg.length(s); ++j) {
+      const int g = seg.first(s) + j, quads = layout::group_quads(p.k, g);
       std::uint32_t vn[32][4] = {}, vn8[32][4] = {};
       for (int lane = 0; lane < 32; ++lane)
         if (lane % 4 < quads) {
-          slot_words(st::int4_slot_offset(seg, s, w, 0, lane / 4, lane % 4), vn[lane]);
-          slot_words(st::int4_slot_offset(seg, s, w, 1, lane / 4, lane % 4), vn8[lane]);
+          slot_words(st::int4_slot_offset(seg, s, j, 0, lane / 4, lane % 4), vn[lane]);
+          slot_words(st::int4_slot_offset(seg, s, j, 1, lane / 4, lane % 4), vn8[lane]);
         }
       emulate_int4_group(
           vn, vn8,
@@ -249,17 +245,12 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
           },
           [&](int lane) {
             std::uint32_t pair;
-            std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(w, lane / 4), 4);
+            std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(j, lane / 4), 4);
             return pair;
           },
-          part[w]);
+          acc);
     }
   }
-  for (int lane = 0; lane < 32; ++lane)
-    for (int i = 0; i < 4; ++i) {
-      acc[lane][i] = 0.f;
-      for (int w = 0; w < st::kConsumerWarps; ++w) acc[lane][i] += part[w][lane][i];
-    }
 }
 
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
@@ -434,13 +425,13 @@ TEST_CASE("one emulated warp computes gate_up and down tiles equal to the plain 
       }
 }
 
-TEST_CASE("the stream family's 8 emulated consumer warps compute tiles equal to the plain product") {
+TEST_CASE("the stream family's emulated consumer warp computes tiles equal to the plain product") {
   std::mt19937_64 rng(20261206);
   struct Case {
     int rows, k;
   };
-  // Several segments (1408: bf16 512 + 512 + 384, int4 8 + 3 groups; 2880: partial last group),
-  // partial groups and segments shorter than a warp's share (96, 160), one block (32).
+  // Several segments (1408: bf16 5 x 256 + 128, int4 8 + 3 groups; 2880: partial last group),
+  // partial groups and short segments (96, 160), one block (32).
   const Case cases[] = {{32, 2880}, {32, 1408}, {64, 96}, {48, 160}, {16, 32}, {32, 1152}};
   for (bool int4 : {false, true})
     for (bool gate_up : {false, true})

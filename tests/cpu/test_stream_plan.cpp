@@ -1,8 +1,10 @@
 // The streaming expert GEMM's plan on the CPU (kernels/moe/stream_plan.hpp), with the functions
 // the kernel runs: the blocks' shares of a phase cover every stage of every unit-pass exactly
-// once and stay within one unit-pass of each other; a tile's stages copy each of its bytes
-// exactly once; the consumer warps read each copied byte exactly once, inside the copies, with
-// no bank conflict in a quarter warp's 16-byte reads; the ring fits beside a second block.
+// once and stay within one unit-pass of each other; each consumer warp's ring holds whole
+// unit-passes, segment by segment, and the warps' loads differ by at most one unit-pass; a
+// tile's stages copy each of its bytes exactly once; the owning warp reads each copied byte
+// exactly once, inside the copies, with no bank conflict in a quarter warp's 16-byte reads;
+// the rings fit the block's shared memory.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,54 +24,89 @@ using namespace moe::kernels::stream;
 
 namespace {
 
+struct Stage {
+  int entry, tile, pass, segment;
+  bool operator<(const Stage& o) const {
+    return std::tie(entry, tile, pass, segment) < std::tie(o.entry, o.tile, o.pass, o.segment);
+  }
+};
+
 // The producer's walk of block b's share, as stream_producer.cuh does it: the share of the
-// phase's unit-passes, the entry holding its first one, then next_place stage by stage.
-// Returns (entry, tile, pass, segment) of every stage.
-std::vector<std::tuple<int, int, int, int>> block_stages(const std::vector<int>& pairs, int tiles, int pass_tokens,
-                                                         int segments, int block, int blocks) {
+// phase's unit-passes, the entry holding its first one, then waves of up to 8 unit-passes dealt
+// to the warps in turn from `dealt` on, segment-major. Returns each warp's ring, in order.
+std::vector<std::vector<Stage>> block_rings(const std::vector<int>& pairs, int tiles, int pass_tokens, int segments,
+                                            int block, int blocks, int& dealt) {
   long long total = 0;
   for (int p : pairs) total += static_cast<long long>(tiles) * passes_of(p, pass_tokens);
   const long long lo = share_begin(total, block, blocks), hi = share_begin(total, block + 1, blocks);
-  std::vector<std::tuple<int, int, int, int>> out;
-  if (lo >= hi) return out;
+  std::vector<std::vector<Stage>> rings(kConsumerWarps);
+  if (lo >= hi) return rings;
   long long before = 0;
   int entry = 0;
   while (before + static_cast<long long>(tiles) * passes_of(pairs[entry], pass_tokens) <= lo)
     before += static_cast<long long>(tiles) * passes_of(pairs[entry++], pass_tokens);
-  Place at{entry, static_cast<int>(lo - before), 0};
-  for (long long left = (hi - lo) * segments; left > 0; --left) {
-    const int passes = passes_of(pairs[at.entry], pass_tokens);
-    out.emplace_back(at.entry, at.unit_pass / passes, at.unit_pass % passes, at.segment);
-    at = next_place(at, tiles * passes, segments);
+  Place at{entry, static_cast<int>(lo - before)};
+  for (long long next = lo; next < hi;) {
+    const int wave = static_cast<int>(std::min<long long>(kConsumerWarps, hi - next));
+    std::vector<Place> places;
+    for (int i = 0; i < wave; ++i) {
+      places.push_back(at);
+      at = next_place(at, tiles * passes_of(pairs[at.entry], pass_tokens));
+    }
+    for (int s = 0; s < segments; ++s)
+      for (int i = 0; i < wave; ++i) {
+        const int passes = passes_of(pairs[places[i].entry], pass_tokens);
+        rings[owner_warp(dealt + i)].push_back(
+            {places[i].entry, places[i].unit_pass / passes, places[i].unit_pass % passes, s});
+      }
+    dealt += wave;
+    next += wave;
   }
-  return out;
+  return rings;
 }
 
 }  // namespace
 
-TEST_CASE("stream plan: the blocks' shares cover every stage once, within one unit-pass of each other") {
+TEST_CASE("stream plan: the blocks' shares cover every stage once; each warp's ring holds whole unit-passes") {
   std::mt19937_64 rng(20261206);
   for (int trial = 0; trial < 200; ++trial) {
     const int n = 1 + static_cast<int>(rng() % 70), tiles = 1 + static_cast<int>(rng() % 200);
     const int segments = 1 + static_cast<int>(rng() % 8), blocks = 1 + static_cast<int>(rng() % 140);
     const int pass_tokens = rng() % 2 ? 8 : 16, m = 1 + static_cast<int>(rng() % 300);
+    const int first_dealt = static_cast<int>(rng() % 20);  // unit-passes of an earlier phase
     std::vector<int> pairs(n);
     for (int& p : pairs) p = 1 + static_cast<int>(rng() % m);  // an active entry has a pair
     CAPTURE(trial);
-    std::map<std::tuple<int, int, int, int>, int> seen;
+    std::map<Stage, int> seen;
     long long most = 0, least = -1;
-    int out_of_order = 0, not_once = 0;
+    int out_of_order = 0, not_once = 0, uneven_warps = 0;
     for (int b = 0; b < blocks; ++b) {
-      const auto stages = block_stages(pairs, tiles, pass_tokens, segments, b, blocks);
-      REQUIRE(stages.size() % segments == 0);
-      const long long unit_passes = static_cast<long long>(stages.size()) / segments;
+      int dealt = first_dealt;
+      const auto rings = block_rings(pairs, tiles, pass_tokens, segments, b, blocks, dealt);
+      long long unit_passes = 0;
+      std::vector<long long> per_warp(kConsumerWarps, 0);
+      for (int w = 0; w < kConsumerWarps; ++w) {
+        const auto& ring = rings[w];
+        REQUIRE(ring.size() % segments == 0);
+        per_warp[(w - first_dealt % kConsumerWarps + kConsumerWarps) % kConsumerWarps] =
+            static_cast<long long>(ring.size()) / segments;
+        unit_passes += static_cast<long long>(ring.size()) / segments;
+        for (std::size_t i = 0; i < ring.size(); ++i) {
+          ++seen[ring[i]];
+          // A ring runs segment 0 .. segments - 1 of one unit-pass before the next one.
+          const Stage& first = ring[i - i % segments];
+          out_of_order += ring[i].segment != static_cast<int>(i % segments) || ring[i].entry != first.entry ||
+                          ring[i].tile != first.tile || ring[i].pass != first.pass;
+        }
+      }
+      // Dealt in turn from the phase's first warp on: each warp at most one more than the next.
+      for (int w = 0; w + 1 < kConsumerWarps; ++w) uneven_warps += per_warp[w] < per_warp[w + 1] || per_warp[w] > per_warp[w + 1] + 1;
+      CHECK(dealt - first_dealt == unit_passes);
       most = std::max(most, unit_passes);
       least = least < 0 ? unit_passes : std::min(least, unit_passes);
-      for (const auto& s : stages) ++seen[s];
-      // A block's stages run segment 0 .. segments - 1 of one unit-pass before the next.
-      for (std::size_t i = 0; i < stages.size(); ++i) out_of_order += std::get<3>(stages[i]) != static_cast<int>(i % segments);
     }
     CHECK(out_of_order == 0);
+    CHECK(uneven_warps == 0);
     CHECK(most - least <= 1);
     std::size_t expected = 0;
     for (int e = 0; e < n; ++e)
@@ -82,6 +119,16 @@ TEST_CASE("stream plan: the blocks' shares cover every stage once, within one un
     CHECK(not_once == 0);
     CHECK(seen.size() == expected);
   }
+}
+
+TEST_CASE("stream plan: a ring's items take its own slots in turn, each phase once per lap") {
+  for (int w = 0; w < kConsumerWarps; ++w)
+    for (int i = 0; i < 4 * kSlotsPerWarp; ++i) {
+      CHECK(ring_slot(w, i) / kSlotsPerWarp == w);
+      CHECK(ring_slot(w, i) == ring_slot(w, i + kSlotsPerWarp));
+      CHECK(ring_parity(i) != ring_parity(i + kSlotsPerWarp));
+      if (i % kSlotsPerWarp + 1 < kSlotsPerWarp) CHECK(ring_slot(w, i + 1) == ring_slot(w, i) + 1);
+    }
 }
 
 TEST_CASE("stream plan: passes cover each entry's tokens once") {
@@ -141,26 +188,28 @@ TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each
           copied += static_cast<std::uint32_t>(seg.code_bytes(s) + seg.scale_bytes(s));
         }
         CHECK(copied == seg.stage_bytes(s));
-        // The consumer warps' 16-byte reads of the codes (bf16: rows n and n + 8 of each of the
-        // warp's blocks; int4: vectors (0, n, c) and (1, n, c) of the warp's group for c < quads).
+        // The owning warp's 16-byte reads of the codes (bf16: rows n and n + 8 of every block;
+        // int4: vectors (0, n, c) and (1, n, c) of every group for c < quads).
         std::vector<int> reads(slot_bytes(int4), 0);
-        for (int w = 0; w < kConsumerWarps; ++w) {
+        {
           std::vector<std::vector<int>> instructions;  // per load instruction, its lanes' offsets
           if (!int4) {
-            for (int b = seg.warp_begin(w); b < seg.warp_end(s, w); ++b)
+            for (int b = 0; b < seg.length(s) / 32; ++b)
               for (int half = 0; half < 2; ++half) {
                 std::vector<int> offs;
                 for (int lane = 0; lane < 32; ++lane)
                   offs.push_back(bf16_slot_offset(seg, s, lane / 4 + 8 * half, b, lane % 4));
                 instructions.push_back(offs);
               }
-          } else if (w < seg.length(s)) {
-            const int quads = int4_mma_layout::group_quads(k, seg.first(s) + w);
-            for (int half = 0; half < 2; ++half) {
-              std::vector<int> offs;
-              for (int lane = 0; lane < 32; ++lane)
-                offs.push_back(lane % 4 < quads ? int4_slot_offset(seg, s, w, half, lane / 4, lane % 4) : -1);
-              instructions.push_back(offs);
+          } else {
+            for (int w = 0; w < seg.length(s); ++w) {
+              const int quads = int4_mma_layout::group_quads(k, seg.first(s) + w);
+              for (int half = 0; half < 2; ++half) {
+                std::vector<int> offs;
+                for (int lane = 0; lane < 32; ++lane)
+                  offs.push_back(lane % 4 < quads ? int4_slot_offset(seg, s, w, half, lane / 4, lane % 4) : -1);
+                instructions.push_back(offs);
+              }
             }
           }
           for (const auto& offs : instructions) {
@@ -200,14 +249,14 @@ TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each
     }
 }
 
-TEST_CASE("stream plan: the ring and the slots fit the bounds the kernel assumes") {
+TEST_CASE("stream plan: the rings fit the block's shared memory; a stage fits its slot") {
   for (bool int4 : {false, true}) {
-    CHECK(slots_for(int4) >= 4);
-    CHECK(slots_for(int4) <= kMaxSlots);
     CHECK(slot_bytes(int4) % 128 == 0);  // every slot a bulk copy's aligned destination
-    CHECK(slots_for(int4) * slot_bytes(int4) <= kRingBytes);
+    const SmemLayout layout{slot_bytes(int4)};
+    CHECK(layout.headers() == static_cast<std::size_t>(kSlots) * slot_bytes(int4));
+    CHECK(layout.barriers() % 8 == 0);
+    CHECK(layout.bytes() <= static_cast<std::size_t>(kMaxSmemBytes));
   }
-  // Every bf16 warp reads two blocks of a full segment, every int4 warp one group.
-  CHECK(kBf16BlocksPerWarp * 32 * kConsumerWarps == kBf16SegmentK);
-  CHECK(kInt4SegmentGroups == kConsumerWarps);
+  CHECK(kBf16SegmentBlocks * 32 == kBf16SegmentK);
+  CHECK(kSlotsPerWarp >= 2);  // one slot read while the next is in flight
 }

@@ -94,7 +94,7 @@ TEST_CASE("ring_stream reads every word exactly once for every math and ring sha
   DeviceBuffer out = alloc.allocate(sizeof(std::uint32_t));
   DeviceBuffer sink = alloc.allocate(sizeof(float) * kernels::ring_stream_blocks());
   for (std::size_t bytes : {std::size_t{16}, std::size_t{4096 * 3 + 48}, std::size_t{20'000'000}})
-    for (kernels::RingShape ring : {kernels::RingShape{16384, 5}, kernels::RingShape{8192, 10}, kernels::RingShape{32768, 2}})
+    for (kernels::RingShape ring : {kernels::RingShape{8192, 3}, kernels::RingShape{4096, 2}, kernels::RingShape{1536, 3}})
       for (kernels::RingMath math : {kernels::RingMath::none, kernels::RingMath::bf16, kernels::RingMath::int4}) {
         const std::uint32_t seed = rng();
         CAPTURE(bytes);
@@ -104,14 +104,16 @@ TEST_CASE("ring_stream reads every word exactly once for every math and ring sha
         CAPTURE(seed);
         DeviceBuffer src = alloc.allocate(bytes);
         kernels::fill_pattern(src.as<std::uint32_t>(), bytes / 4, seed, stream.handle());
-        MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xab, sizeof(std::uint32_t), stream.handle()));
+        MOE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, sizeof(std::uint32_t), stream.handle()));  // XORed into
         kernels::ring_stream(src.data(), bytes, ring, math, out.as<std::uint32_t>(), sink.as<float>(), stream.handle());
         stream.drain();
         std::uint32_t got = 0;
         MOE_CUDA_CHECK(cudaMemcpy(&got, out.data(), 4, cudaMemcpyDeviceToHost));
         CHECK(got == kernels::pattern_xor_reference(bytes / 4, seed));
       }
-  CHECK_THROWS_AS(kernels::ring_stream(nullptr, 16, {1000, 5}, kernels::RingMath::none, out.as<std::uint32_t>(),
-                                       sink.as<float>(), stream.handle()),
-                  moe::Error);
+  for (kernels::RingShape bad : {kernels::RingShape{1000, 3}, kernels::RingShape{16384, 3}, kernels::RingShape{8192, 4},
+                                  kernels::RingShape{8192, 1}})
+    CHECK_THROWS_AS(kernels::ring_stream(nullptr, 16, bad, kernels::RingMath::none, out.as<std::uint32_t>(),
+                                         sink.as<float>(), stream.handle()),
+                    moe::Error);
 }
