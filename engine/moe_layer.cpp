@@ -15,7 +15,8 @@ MoeLayer::MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream
   if (!storage) storage = owned_storage_ = ::operator new(sizeof(MoeWeights));
   try {
     weights_ = new (storage) MoeWeights(config_.dims, config_.seed, config_.routing, allocator,
-                                        stream_, kernels::int4_layout(config_.options));
+                                        stream_, kernels::int4_layout(config_.options),
+                                        kernels::bf16_layout(config_.options));
   } catch (...) {
     ::operator delete(owned_storage_);
     throw;

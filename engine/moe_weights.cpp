@@ -14,8 +14,9 @@ using kernels::TensorKind;
 using kernels::WeightFormat;
 
 MoeWeights::MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing routing,
-                       DeviceAllocator& allocator, Stream& stream, kernels::Int4Layout int4_layout)
-    : dims_(dims), seed_(seed), int4_layout_(int4_layout), routing_(routing), allocator_(allocator), resident_(allocator) {
+                       DeviceAllocator& allocator, Stream& stream, kernels::Int4Layout int4_layout,
+                       kernels::Bf16Layout bf16_layout)
+    : dims_(dims), seed_(seed), int4_layout_(int4_layout), bf16_layout_(bf16_layout), routing_(routing), allocator_(allocator), resident_(allocator) {
   router_ = allocator_.allocate(kernels::router_bytes(dims_));
   kernels::generate_router(dims_, seed_, router_.as<__nv_bfloat16>(), stream.handle());
   // Synchronous copies on purpose: the host vectors die at the end of this scope.
@@ -35,7 +36,8 @@ MoeWeights::MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing
       DeviceBuffer& s = kind == TensorKind::gate_up ? b.gate_up_scales : b.down_scales;
       w = allocator_.allocate(kernels::expert_weight_bytes(dims_, kind));
       if (int4) s = allocator_.allocate(kernels::expert_scale_bytes(dims_, kind));
-      kernels::generate_expert_tensor(dims_, kind, seed_, e, w.data(), s.data(), stream.handle(), int4_layout);
+      kernels::generate_expert_tensor(dims_, kind, seed_, e, w.data(), s.data(), stream.handle(), int4_layout,
+                                       bf16_layout);
     }
   }
   placement_.assign(static_cast<std::size_t>(dims_.experts), Placement::device);

@@ -20,17 +20,20 @@ class Stream;
 // in the ResidentSlot this object owns, so they cannot outlive these buffers (docs/bugs.md, bug 1).
 class MoeWeights {
  public:
-  // int4_layout: where int4 codes sit, as the forward's kernels read them
-  // (kernels::int4_layout of the layer's options); the resident tables record it.
+  // int4_layout, bf16_layout: where int4 codes and bf16 values sit, as the forward's kernels
+  // read them (kernels::int4_layout and bf16_layout of the layer's options); the resident
+  // tables record them.
   MoeWeights(const kernels::MoeDims& dims, std::uint64_t seed, Routing routing,
              DeviceAllocator& allocator, Stream& stream,
-             kernels::Int4Layout int4_layout = kernels::Int4Layout::rows);
+             kernels::Int4Layout int4_layout = kernels::Int4Layout::rows,
+             kernels::Bf16Layout bf16_layout = kernels::Bf16Layout::rows);
   MoeWeights(const MoeWeights&) = delete;
   MoeWeights& operator=(const MoeWeights&) = delete;
 
   const kernels::MoeDims& dims() const { return dims_; }
   std::uint64_t seed() const { return seed_; }
   kernels::Int4Layout int4_layout() const { return int4_layout_; }
+  kernels::Bf16Layout bf16_layout() const { return bf16_layout_; }
   Routing routing() const { return routing_; }
   const void* router() const { return router_.data(); }
   const float* router_bias() const { return router_bias_ ? router_bias_.as<float>() : nullptr; }
@@ -81,6 +84,7 @@ class MoeWeights {
   kernels::MoeDims dims_;
   std::uint64_t seed_;
   kernels::Int4Layout int4_layout_;
+  kernels::Bf16Layout bf16_layout_;
   Routing routing_;
   DeviceAllocator& allocator_;
   DeviceBuffer router_;

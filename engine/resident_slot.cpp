@@ -26,7 +26,7 @@ kernels::ExpertTable upload_tables(const MoeWeights& weights, DeviceBuffer& devi
   MOE_CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), host.size() * sizeof(void*),
                                  cudaMemcpyHostToDevice, stream.handle()));
   const auto* base = device.as<const void* const>();
-  return {base, base + n, base + 2 * n, base + 3 * n, weights.int4_layout()};
+  return {base, base + n, base + 2 * n, base + 3 * n, weights.int4_layout(), weights.bf16_layout()};
 }
 
 // ---- The historic design, live only under Mutation::static_resident_cache ----------------

@@ -90,7 +90,7 @@ void validate_forward_args(const MoeForwardArgs& a) {
   if (!a.experts.gate_up || !a.experts.down) bad("expert table gate_up/down is null");
   if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
     bad("int4 format needs gate_up_scales and down_scales tables");
-  if (const std::string m = int4_layout_mismatch(d.format, a.experts, a.options); !m.empty()) bad(m);
+  if (const std::string m = weight_layout_mismatch(d.format, a.experts, a.options); !m.empty()) bad(m);
   if (!a.scratch) bad("scratch is null");
   const std::size_t need = forward_scratch_bytes(d, a.m);
   if (a.scratch_bytes < need)
@@ -102,10 +102,13 @@ void validate_forward_args(const MoeForwardArgs& a) {
     bad("x, out and router must be 16-byte aligned");
 }
 
-std::string int4_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options) {
-  if (format != WeightFormat::int4 || experts.int4_layout == int4_layout(options)) return {};
-  return "int4 weights in the " + std::string(to_string(experts.int4_layout)) + " layout, but these options (gemm=" +
-         to_string(options.gemm) + ") read the " + std::string(to_string(int4_layout(options))) + " layout";
+std::string weight_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options) {
+  const bool int4 = format == WeightFormat::int4;
+  const std::string_view have = int4 ? to_string(experts.int4_layout) : to_string(experts.bf16_layout);
+  const std::string_view read = int4 ? to_string(int4_layout(options)) : to_string(bf16_layout(options));
+  if (have == read) return {};
+  return std::string(to_string(format)) + " weights in the " + std::string(have) + " layout, but these options (gemm=" +
+         to_string(options.gemm) + ") read the " + std::string(read) + " layout";
 }
 
 bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode) {

@@ -109,9 +109,9 @@ struct MoeForwardArgs {
 // Throws moe::Error naming the bad value; forward calls it first.
 void validate_forward_args(const MoeForwardArgs& args);
 
-// Empty when `experts` holds its int4 codes where `options` read them (int4_layout), else what
-// differs, both layouts named; bf16 has one layout.
-std::string int4_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options);
+// Empty when `experts` holds its weights where `options` read them (int4_layout, bf16_layout of
+// forward_options.hpp), else what differs, both layouts named.
+std::string weight_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options);
 
 // The path the forward will take for these args on the current device (automatic resolved;
 // tensor_core becomes decode on devices without bf16 tensor cores, sm_75).

@@ -98,6 +98,12 @@ constexpr Int4Layout int4_layout(const ForwardOptions& o) {
   return o.gemm == GemmFamily::mma || o.gemm == GemmFamily::stream ? Int4Layout::mma_fragments : Int4Layout::rows;
 }
 
+// The bf16 layout: the stream family's stage tiles when it is asked for by name (it reads
+// only them: a stage is then one copy), otherwise rows, which every other kernel reads.
+constexpr Bf16Layout bf16_layout(const ForwardOptions& o) {
+  return o.gemm == GemmFamily::stream ? Bf16Layout::stream_tiles : Bf16Layout::rows;
+}
+
 // automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
 // on every shape measured (H200, deepseek-v2-lite, qwen3-30b-a3b, mixtral-8x7b, gpt-oss-20b:
 // 5-12% a step); at M <= 4 the decode kernels win, at M >= 32 the tensor-core tiles on two of

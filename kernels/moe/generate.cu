@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/cuda_check.hpp"
+#include "kernels/moe/bf16_stream_layout.hpp"
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
@@ -30,6 +31,22 @@ __global__ void generate_bf16_kernel(uint4* dst, std::size_t vecs, std::uint64_t
       const std::uint32_t hi = generated_bf16_bits(key, v * 8 + 2 * j + 1, scale);
       w[j] = lo | (hi << 16);
     }
+    dst[v] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// The stream family's stage tiles (bf16_stream_layout.hpp): the same values, each vector placed
+// by the layout's inverse map. paired: gate_up's first up row (I), 0 for down.
+__global__ void generate_bf16_tiles_kernel(uint4* dst, std::size_t vecs, int k_len, int paired, std::uint64_t key,
+                                           float scale) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  for (std::size_t v = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; v < vecs; v += stride) {
+    const bf16_stream_layout::VectorSource src = bf16_stream_layout::vector_source(k_len, v, paired);
+    const std::size_t first = src.row * k_len + src.k0;
+    std::uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      w[j] = generated_bf16_bits(key, first + 2 * j, scale) | (generated_bf16_bits(key, first + 2 * j + 1, scale) << 16);
     dst[v] = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }
@@ -117,7 +134,8 @@ std::size_t router_bytes(const MoeDims& d) {
 std::size_t input_bytes(const MoeDims& d, int m) { return static_cast<std::size_t>(m) * d.hidden * 2; }
 
 void generate_expert_tensor(const MoeDims& d, TensorKind kind, std::uint64_t seed, int expert,
-                            void* weights, void* scales, cudaStream_t stream, Int4Layout layout) {
+                            void* weights, void* scales, cudaStream_t stream, Int4Layout layout,
+                            Bf16Layout bf16_layout) {
   const TensorShape s = expert_tensor_shape(d, kind);
   if (expert < 0 || expert >= d.total_experts())
     throw Error(ExitCode::probe_error, "generate_expert_tensor: expert " + std::to_string(expert) +
@@ -126,7 +144,16 @@ void generate_expert_tensor(const MoeDims& d, TensorKind kind, std::uint64_t see
   if (d.format == WeightFormat::bf16) {
     if (scales != nullptr)
       throw Error(ExitCode::probe_error, "generate_expert_tensor: bf16 tensors have no scales");
-    launch_bf16(weights, s.rows * s.k, key, inv_sqrt(s.k), stream);
+    if (bf16_layout == Bf16Layout::rows) return launch_bf16(weights, s.rows * s.k, key, inv_sqrt(s.k), stream);
+    if (s.rows % bf16_stream_layout::kTileRows != 0 || s.k % bf16_stream_layout::kBlockK != 0 ||
+        reinterpret_cast<std::uintptr_t>(weights) % 16 != 0)
+      throw Error(ExitCode::probe_error, "generate_expert_tensor: the bf16 stream tiles need rows (" +
+                                             std::to_string(s.rows) + ") a multiple of 16, K (" + std::to_string(s.k) +
+                                             ") a multiple of 32 and a 16-byte aligned tensor");
+    const std::size_t vecs = s.rows * s.k / bf16_stream_layout::kVectorElems;
+    generate_bf16_tiles_kernel<<<gen_blocks(vecs), kGenThreads, 0, stream>>>(
+        static_cast<uint4*>(weights), vecs, s.k, kind == TensorKind::gate_up ? d.inter : 0, key, inv_sqrt(s.k));
+    MOE_CHECK_LAUNCH("generate_bf16_tiles_kernel");
     return;
   }
   if (s.k % kInt4KMultiple != 0)

@@ -28,10 +28,11 @@ std::size_t input_bytes(const MoeDims& dims, int m);  // bf16 [m, H]
 
 // Fills one expert's gate_up or down tensor (kind) in dims.format. For int4, `scales` receives
 // bf16 [rows, ceil(K/128)]; for bf16 it must be null. Values depend on (seed, kind, expert),
-// not on `layout`, which says where int4 codes and scales sit (Int4Layout; bf16 ignores it).
+// not on the layouts, which say where int4 codes and scales sit (`layout`) and where bf16
+// values sit (`bf16_layout`); each format ignores the other's.
 void generate_expert_tensor(const MoeDims& dims, TensorKind kind, std::uint64_t seed, int expert,
                             void* weights, void* scales, cudaStream_t stream,
-                            Int4Layout layout = Int4Layout::rows);
+                            Int4Layout layout = Int4Layout::rows, Bf16Layout bf16_layout = Bf16Layout::rows);
 // Router bf16 [router_rows(), H], uniform [-1,1)/sqrt(H): the E routed rows, then the shared
 // gate's row where the layer has one (a router-like row, so the route kernel computes it).
 void generate_router(const MoeDims& dims, std::uint64_t seed, __nv_bfloat16* router,

@@ -31,6 +31,8 @@ std::string_view to_string(Int4Layout l) {
   return l == Int4Layout::mma_fragments ? "mma-fragments" : "rows";
 }
 
+std::string_view to_string(Bf16Layout l) { return l == Bf16Layout::stream_tiles ? "stream-tiles" : "rows"; }
+
 std::string_view to_string(ForwardPath p) {
   switch (p) {
     case ForwardPath::automatic: return "auto";

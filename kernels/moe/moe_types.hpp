@@ -12,6 +12,9 @@ enum class WeightFormat { bf16, int4 };
 // Where an int4 tensor's codes and scales sit: rows (int4_format.hpp, what every kernel but
 // the mma family reads) or the mma fragment layout (int4_mma_layout.hpp, the mma family's).
 enum class Int4Layout { rows, mma_fragments };
+// Where a bf16 tensor's values sit: rows ([rows, K] row major, what every kernel but the stream
+// family reads) or the stream family's stage tiles (bf16_stream_layout.hpp).
+enum class Bf16Layout { rows, stream_tiles };
 enum class Scoring { softmax, sigmoid };
 // How a token's experts are chosen (DeepSeek's `topk_method`): greedy is plain top-k over the
 // scores; group_limited_greedy (DeepSeek-V2) ranks groups of experts by their best score and
@@ -26,6 +29,7 @@ std::string_view to_string(Scoring s);
 std::string_view to_string(TopKMethod t);
 std::string_view to_string(ForwardPath p);
 std::string_view to_string(Int4Layout l);
+std::string_view to_string(Bf16Layout l);
 
 // Dimensions of one MoE layer. Shared experts have the routed experts' intermediate size and
 // are stored after the routed ones: expert index E..E+S-1, every token, weight 1 (or the
@@ -71,6 +75,8 @@ struct ExpertTable {
   // Where the int4 codes and scales sit (the layer's int4_layout(options), forward_options.hpp):
   // the forward refuses a table whose layout its options do not read.
   Int4Layout int4_layout = Int4Layout::rows;
+  // Where bf16 weights sit (the layer's bf16_layout(options)), refused the same way.
+  Bf16Layout bf16_layout = Bf16Layout::rows;
 };
 
 // What the generator draws for each tensor; part of the counter so no two tensors correlate.

@@ -64,6 +64,24 @@ __device__ __forceinline__ void wait(std::uint64_t* bar, std::uint32_t parity) {
 #endif
 }
 
+// Whether the phase of parity `parity` has completed, without waiting (acquire, as wait): for a
+// thread that polls several barriers at once.
+__device__ __forceinline__ bool test_wait(std::uint64_t* bar, std::uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  std::uint32_t done = 0;
+  asm volatile(
+      "{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+#else
+  (void)bar, (void)parity;
+  __trap();
+  return false;
+#endif
+}
+
 __device__ __forceinline__ void arrive(std::uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");

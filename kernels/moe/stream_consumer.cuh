@@ -81,8 +81,8 @@ struct Consumer {
 #pragma unroll
     for (int b = 0; b < kBf16SegmentBlocks; ++b)
       if (b < blocks) {
-        copy_words(rn[b], *reinterpret_cast<const uint4*>(bytes + bf16_slot_offset(seg, s, n, b, c)));
-        copy_words(rn8[b], *reinterpret_cast<const uint4*>(bytes + bf16_slot_offset(seg, s, n + 8, b, c)));
+        copy_words(rn[b], *reinterpret_cast<const uint4*>(bytes + bf16_slot_offset(b, 0, n, c)));
+        copy_words(rn8[b], *reinterpret_cast<const uint4*>(bytes + bf16_slot_offset(b, 1, n, c)));
       }
     release(slot);
 #pragma unroll

@@ -20,13 +20,14 @@
 // (deterministic) and stores it, with no other warp to wait for. The producer fills the rings
 // a wave at a time: segment s of each of up to 8 unit-passes, then segment s + 1.
 //
-// Stages. bf16: 16 rows x up to 256 k (8 KB), one bulk copy a row into a row of the slot, rows
-// kRowPad apart where that keeps 16-byte reads free of bank conflicts. int4
-// (int4_mma_layout.hpp's fragment layout, where a tile's groups are contiguous): up to 8
-// groups of 128 k (8 KB), one copy of the codes and one of their scales.
+// Stages. Both formats are read in layouts where a tile's stages are contiguous and in the
+// order the owning warp's lanes read them, so a stage is one bulk copy of its codes (and, int4,
+// one of its scales): bf16 16 rows x up to 256 k (8 KB, bf16_stream_layout.hpp's stage
+// tiles); int4 up to 8 groups of 128 k (8 KB, int4_mma_layout.hpp's fragment layout).
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/moe/bf16_stream_layout.hpp"
 #include "kernels/moe/host_device.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
@@ -38,15 +39,14 @@ constexpr int kWarps = kConsumerWarps + 1;  // the last warp is the producer
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTileRows = int4_mma_layout::kTileRows;
 
-constexpr int kBf16SegmentK = 256;             // k a bf16 stage: 8 blocks of 32 k
+constexpr int kBf16SegmentK = bf16_stream_layout::kSegmentK;  // k a bf16 stage: 8 blocks of 32 k
 constexpr int kBf16SegmentBlocks = kBf16SegmentK / 32;
 constexpr int kInt4SegmentGroups = 8;          // 128-k groups an int4 stage
 constexpr int kInt4GroupBytes = 1024;          // a full group of a tile's codes
 constexpr int kInt4ScaleBytes = 2 * kTileRows; // a group's scales of a tile
-constexpr int kRowPad = 64;
 
 // Bytes of one slot: the largest stage (and, int4, its scales after the codes).
-constexpr int kBf16SlotBytes = kTileRows * (2 * kBf16SegmentK + kRowPad);             // 9,216
+constexpr int kBf16SlotBytes = kTileRows * 2 * kBf16SegmentK;                         // 8,192
 constexpr int kInt4CodeBytes = kInt4SegmentGroups * kInt4GroupBytes;                  // 8,192
 constexpr int kInt4SlotBytes = kInt4CodeBytes + kInt4ScaleBytes * kInt4SegmentGroups;  // 8,448
 // Slots of each consumer warp's ring: one being read, two in flight (8 warps: up to 144 KB
@@ -80,32 +80,27 @@ struct Segments {
     const int full = int4 ? kInt4SegmentGroups : kBf16SegmentK;
     return left < full ? left : full;
   }
-  // bf16: bytes of one row's copy, and the distance of the rows in the slot (a multiple of
-  // 16 that is 64 modulo 128: lanes 4n + c of a quarter warp read rows 2j and 2j + 1, 64
-  // bytes each, into all 32 banks).
-  MOE_HD int row_bytes(int s) const { return 2 * length(s); }
-  MOE_HD int row_stride(int s) const { return row_bytes(s) % 128 == 0 ? row_bytes(s) + kRowPad : row_bytes(s); }
-  // int4: the codes of groups first(s) .. of a tile (the last group of a row may be partial),
-  // and their byte offset in the tile.
-  MOE_HD int code_offset(int s) const { return kInt4GroupBytes * first(s); }
+  // The codes of the stage (bf16: its values) within its tile: one contiguous run in both
+  // layouts (the last group of an int4 row may be partial).
+  MOE_HD int code_offset(int s) const { return int4 ? kInt4GroupBytes * first(s) : 2 * kTileRows * first(s); }
   MOE_HD int code_bytes(int s) const {
+    if (!int4) return 2 * kTileRows * length(s);
     const int tile_bytes = kTileRows * k_len / 2, end = kInt4GroupBytes * (first(s) + length(s));
     return (end < tile_bytes ? end : tile_bytes) - code_offset(s);
   }
+  // int4: the scales of the stage's groups.
   MOE_HD int scale_bytes(int s) const { return kInt4ScaleBytes * length(s); }
   // The bytes the stage's copies bring (the full barrier's transaction count).
   MOE_HD std::uint32_t stage_bytes(int s) const {
-    return static_cast<std::uint32_t>(int4 ? code_bytes(s) + scale_bytes(s) : kTileRows * row_bytes(s));
+    return static_cast<std::uint32_t>(int4 ? code_bytes(s) + scale_bytes(s) : code_bytes(s));
   }
 };
 
-// Byte offsets in a bf16 slot of lane (n, c)'s 16 bytes of tile row `row` (n or n + 8) in
-// 32-k block b of the segment; in an int4 slot, of its vector (half, n, c) of the segment's
-// group j, and of its scale pair (rows n and n + 8). A warp reads every block (group) of the
-// stage it owns.
-MOE_HD int bf16_slot_offset(const Segments& g, int s, int row, int b, int c) {
-  return row * g.row_stride(s) + 64 * b + 16 * c;
-}
+// Byte offsets in a bf16 slot of lane (n, c)'s 16 bytes of tile row n + 8 half in 32-k block b
+// of the segment (bf16_stream_layout.hpp); in an int4 slot, of its vector (half, n, c) of the
+// segment's group j, and of its scale pair (rows n and n + 8). A warp reads every block
+// (group) of the stage it owns.
+MOE_HD int bf16_slot_offset(int b, int half, int n, int c) { return 16 * ((2 * b + half) * 32 + 4 * n + c); }
 MOE_HD int int4_slot_offset(const Segments& g, int s, int j, int half, int n, int c) {
   const int quads = int4_mma_layout::group_quads(g.k_len, g.first(s) + j);
   return kInt4GroupBytes * j + 16 * (half * 8 * quads + n * quads + c);

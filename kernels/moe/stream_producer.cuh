@@ -1,8 +1,9 @@
 #pragma once
 // The producer warp of the streaming expert GEMM: walks the block's share of each phase
-// (stream_plan.hpp) a wave of up to 8 unit-passes at a time, deals them to the consumer warps in
-// turn and, for every stage, waits for a free slot in its warp's ring, writes the stage's
-// header and issues its bulk copies. It alone reads the route's tables (active list, offsets, weight
+// (stream_plan.hpp) a wave of up to 8 unit-passes at a time and deals them to the consumer warps
+// in turn. Lane w serves warp w's ring: it polls the ring's next slot and, when it is free,
+// writes the stage's header and issues its bulk copies, so the 8 rings are filled in parallel
+// and one slow warp holds back only its own ring (until the wave ends). It alone reads the route's tables (active list, offsets, weight
 // pointers), a chunk of 32 entries at a time, one entry a lane, every index clamped: under a
 // forward whose scratch is overwritten (the bugs scratch-regrow reproduces) a stage may read
 // wrong weights, never an address outside them.
@@ -66,47 +67,40 @@ struct Producer {
 
   __device__ int unit_passes(const Entry& e) const { return p.tiles * passes_of(e.pairs, kPassTokens); }
 
-  // Waits until the next item of warp w's ring has a free slot; returns the slot.
-  __device__ int acquire(int w) {
-    const int i = __shfl_sync(0xffffffffu, items, w), slot = ring_slot(w, i);
-    ring::wait(&sm.empty[slot], ring_parity(i) ^ 1u);
-    if (lane == w) ++items;
-    return slot;
+  // Lane w < kConsumerWarps: whether the next slot of warp w's ring is free; its index.
+  __device__ bool next_slot_free(int& slot) const {
+    slot = ring_slot(lane, items);
+    return ring::test_wait(&sm.empty[slot], ring_parity(items) ^ 1u);
   }
 
   // An item with no bytes (kRoutedBegin, kEnd), into every consumer warp's ring.
   __device__ void push_marker(int kind) {
-    for (int w = 0; w < kConsumerWarps; ++w) {
-      const int slot = acquire(w);
-      if (lane == 0) {
+    bool pending = lane < kConsumerWarps;
+    while (__any_sync(0xffffffffu, pending)) {
+      int slot;
+      if (pending && next_slot_free(slot)) {
         sm.headers[slot] = Header{kind, 0, 0, 0, 0, 0, 0, 0};
         ring::arrive(&sm.full[slot]);
+        ++items;
+        pending = false;
       }
-      __syncwarp();
     }
   }
 
-  __device__ void push_stage(int w, const Entry& e, const Header& h) {
-    const int slot = acquire(w), s = h.segment;
+  // Stage h.segment of the lane's unit-pass into the free slot of its ring: one copy of its
+  // codes (bf16: values), contiguous in both layouts, and int4 one of its scales.
+  __device__ void push_stage(int slot, const Entry& e, const Header& h) {
+    const int s = h.segment;
     unsigned char* dst = sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
-    if (lane == 0) {
-      sm.headers[slot] = h;
-      ring::arrive_expect_bytes(&sm.full[slot], seg.stage_bytes(s));
-    }
-    __syncwarp();  // the bytes are announced before any copy can land
-    if constexpr (kInt4) {
-      const std::size_t tile_bytes = static_cast<std::size_t>(kTileRows) * p.k_len / 2;
-      if (lane == 0)
-        ring::copy(dst, e.weights + h.tile * tile_bytes + seg.code_offset(s), seg.code_bytes(s), &sm.full[slot], policy);
-      if (lane == 1)
-        ring::copy(dst + kInt4CodeBytes,
-                   e.scales + (static_cast<std::size_t>(h.tile) * int4_groups(p.k_len) + seg.first(s)) * kInt4ScaleBytes,
-                   seg.scale_bytes(s), &sm.full[slot], policy);
-    } else if (lane < kTileRows) {  // one row a lane
-      const std::size_t row = int4_mma_layout::tile_source_row(h.tile, lane, p.paired);
-      ring::copy(dst + lane * seg.row_stride(s), e.weights + 2 * (row * p.k_len + seg.first(s)), seg.row_bytes(s),
-                 &sm.full[slot], policy);
-    }
+    sm.headers[slot] = h;
+    ring::arrive_expect_bytes(&sm.full[slot], seg.stage_bytes(s));  // announced before any copy lands
+    const std::size_t tile_bytes = static_cast<std::size_t>(kTileRows) * p.k_len * (kInt4 ? 1 : 4) / 2;
+    ring::copy(dst, e.weights + h.tile * tile_bytes + seg.code_offset(s), seg.code_bytes(s), &sm.full[slot], policy);
+    if constexpr (kInt4)
+      ring::copy(dst + kInt4CodeBytes,
+                 e.scales + (static_cast<std::size_t>(h.tile) * int4_groups(p.k_len) + seg.first(s)) * kInt4ScaleBytes,
+                 seg.scale_bytes(s), &sm.full[slot], policy);
+    ++items;
   }
 
   // Streams the block's share of one phase of `n` entries.
@@ -148,29 +142,32 @@ struct Producer {
     }
     const int segments = seg.count();
     for (long long next = lo; next < hi;) {
-      // A wave: lane i < wave holds the entry and place of unit-pass next + i.
+      // A wave: unit-pass next + i goes to warp owner_warp(dealt + i), whose lane keeps its
+      // entry and place.
       const int wave = static_cast<int>(hi - next < kConsumerWarps ? hi - next : kConsumerWarps);
-      Entry wave_entry{};
-      int wave_unit_pass = 0;
+      Entry my_entry{};
+      int my_unit_pass = 0, left = 0;  // left: stages of the lane's unit-pass still to push
       for (int i = 0; i < wave; ++i) {
         if (at.entry >= base + 32) {  // the next chunk of entries
           base += 32;
           mine = base + lane < n ? load_entry(routed, base + lane) : Entry{};
         }
         const Entry e = broadcast(mine, at.entry - base);
-        if (lane == i) wave_entry = e, wave_unit_pass = at.unit_pass;
+        if (lane == owner_warp(dealt + i)) my_entry = e, my_unit_pass = at.unit_pass, left = segments;
         at = next_place(at, unit_passes(e));
       }
-      // Segment-major, so the wave's warps start together and each ring fills in step.
-      for (int s = 0; s < segments; ++s)
-        for (int i = 0; i < wave; ++i) {
-          const Entry e = broadcast(wave_entry, i);
-          const int up = __shfl_sync(0xffffffffu, wave_unit_pass, i);
-          const int passes = passes_of(e.pairs, kPassTokens), t0 = up % passes * kPassTokens;
-          const Header h{kStage, e.first_pair, t0, min(kPassTokens, e.pairs - t0), up / passes, s,
-                         s == segments - 1, routed ? 0 : 1};
-          push_stage(owner_warp(dealt + i), e, h);
+      const int passes = passes_of(my_entry.pairs, kPassTokens), t0 = my_unit_pass % passes * kPassTokens;
+      Header h{kStage, my_entry.first_pair, t0, min(kPassTokens, my_entry.pairs - t0), my_unit_pass / passes, 0, 0,
+               routed ? 0 : 1};
+      while (__any_sync(0xffffffffu, left > 0)) {
+        int slot;
+        if (left > 0 && next_slot_free(slot)) {
+          h.segment = segments - left;
+          h.last = left == 1;
+          push_stage(slot, my_entry, h);
+          --left;
         }
+      }
       dealt += wave;
       next += wave;
     }

@@ -153,8 +153,10 @@ void run_bandwidth_probe(ProbeState& state) {
                                            " layers of distinct weights per step"},
                       {"read_ceiling_bytes", ceiling.bytes},
                       {"expert_gemm", expert_gemm_family(engine, m, state.device())}};
-        if (engine.layer(0).config().dims.format == kernels::WeightFormat::int4)  // where the codes sit
+        if (engine.layer(0).config().dims.format == kernels::WeightFormat::int4)  // where the weights sit
           c.evidence["int4_layout"] = std::string(kernels::to_string(engine.layer(0).weights().int4_layout()));
+        else
+          c.evidence["bf16_layout"] = std::string(kernels::to_string(engine.layer(0).weights().bf16_layout()));
         c.prove("outputs_checked", all_correct, "an output did not match; not timed");
         if (!all_correct) {
           c.conclude("");  // a failed check: FAIL, "not timed" in the evidence

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/moe/bf16.hpp"
+#include "kernels/moe/bf16_stream_layout.hpp"
 #include "kernels/moe/expert_mma_fragments.hpp"
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
@@ -204,19 +205,23 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
                            : nullptr);
   };
   auto slot_words = [&](int offset, std::uint32_t (&dst)[4]) { std::memcpy(dst, slot.data() + offset, 16); };
+  std::vector<std::uint16_t> tiles;  // bf16: the weights in the stage tiles, as generated for the family
+  if (!int4) {
+    tiles.resize(p.w_bf16.size());
+    moe::kernels::bf16_stream_layout::relay_to_tiles(p.w_bf16.data(), static_cast<std::size_t>(p.rows), p.k, p.paired,
+                                                     tiles.data());
+  }
   for (int s = 0; s < seg.count(); ++s) {
     std::fill(slot.begin(), slot.end(), static_cast<unsigned char>(0xA5));
     if (!int4) {
-      for (int r = 0; r < st::kTileRows; ++r) {
-        const std::size_t row = layout::tile_source_row(tile, r, p.paired);
-        std::memcpy(slot.data() + r * seg.row_stride(s), p.w_bf16.data() + row * p.k + seg.first(s), seg.row_bytes(s));
-      }
+      std::memcpy(slot.data(), tiles.data() + (static_cast<std::size_t>(tile) * st::kTileRows * p.k * 2 + seg.code_offset(s)) / 2,
+                  seg.code_bytes(s));
       for (int b = 0; b < seg.length(s) / 32; ++b) {
         std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
         for (int lane = 0; lane < 32; ++lane) {
           const int n = lane / 4, c = lane % 4;
-          slot_words(st::bf16_slot_offset(seg, s, n, b, c), rn[lane]);
-          slot_words(st::bf16_slot_offset(seg, s, n + 8, b, c), rn8[lane]);
+          slot_words(st::bf16_slot_offset(b, 0, n, c), rn[lane]);
+          slot_words(st::bf16_slot_offset(b, 1, n, c), rn8[lane]);
           x_words(lane, seg.first(s) + mma::bf16_lane_k(b, c), xw[lane]);
         }
         emulate_bf16_block(rn, rn8, xw, acc);

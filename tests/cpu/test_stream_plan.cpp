@@ -157,35 +157,24 @@ TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each
         CAPTURE(s);
         // slot byte -> tile byte the producer's copies put there (-1: nothing)
         std::vector<long long> source(slot_bytes(int4), -1);
-        std::uint32_t copied = 0;
-        if (!int4) {
-          REQUIRE(seg.row_stride(s) % 16 == 0);
-          REQUIRE(seg.row_stride(s) % 128 == 64);
-          for (int r = 0; r < kTileRows; ++r) {
-            REQUIRE(seg.row_bytes(s) % 16 == 0);
-            REQUIRE(r * seg.row_stride(s) + seg.row_bytes(s) <= slot_bytes(false));
-            for (int b = 0; b < seg.row_bytes(s); ++b) {
-              const std::size_t src = static_cast<std::size_t>(r) * k * 2 + 2 * seg.first(s) + b;
-              source[r * seg.row_stride(s) + b] = static_cast<long long>(src);
-              ++code_copies[src];
-            }
-            copied += static_cast<std::uint32_t>(seg.row_bytes(s));
-          }
-        } else {
-          REQUIRE(seg.code_bytes(s) % 16 == 0);
-          REQUIRE(seg.code_offset(s) % 16 == 0);
-          REQUIRE(seg.code_bytes(s) <= kInt4CodeBytes);
+        // One copy of the stage's codes (bf16: values), the slot's first bytes; int4 one of
+        // its scales after kInt4CodeBytes.
+        REQUIRE(seg.code_bytes(s) % 16 == 0);
+        REQUIRE(seg.code_offset(s) % 16 == 0);
+        REQUIRE(seg.code_bytes(s) <= (int4 ? kInt4CodeBytes : slot_bytes(false)));
+        for (int b = 0; b < seg.code_bytes(s); ++b) {
+          source[b] = seg.code_offset(s) + b;
+          ++code_copies[seg.code_offset(s) + b];
+        }
+        std::uint32_t copied = static_cast<std::uint32_t>(seg.code_bytes(s));
+        if (int4) {
           REQUIRE(seg.scale_bytes(s) % 16 == 0);
-          for (int b = 0; b < seg.code_bytes(s); ++b) {
-            source[b] = seg.code_offset(s) + b;
-            ++code_copies[seg.code_offset(s) + b];
-          }
           const std::size_t scale_at = static_cast<std::size_t>(kInt4ScaleBytes) * seg.first(s);
           for (int b = 0; b < seg.scale_bytes(s); ++b) {
             source[kInt4CodeBytes + b] = static_cast<long long>(tile_bytes + scale_at + b);
             ++scale_copies[scale_at + b];
           }
-          copied += static_cast<std::uint32_t>(seg.code_bytes(s) + seg.scale_bytes(s));
+          copied += static_cast<std::uint32_t>(seg.scale_bytes(s));
         }
         CHECK(copied == seg.stage_bytes(s));
         // The owning warp's 16-byte reads of the codes (bf16: rows n and n + 8 of every block;
@@ -198,7 +187,7 @@ TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each
               for (int half = 0; half < 2; ++half) {
                 std::vector<int> offs;
                 for (int lane = 0; lane < 32; ++lane)
-                  offs.push_back(bf16_slot_offset(seg, s, lane / 4 + 8 * half, b, lane % 4));
+                  offs.push_back(bf16_slot_offset(b, half, lane / 4, lane % 4));
                 instructions.push_back(offs);
               }
           } else {
@@ -259,4 +248,36 @@ TEST_CASE("stream plan: the rings fit the block's shared memory; a stage fits it
   }
   CHECK(kBf16SegmentBlocks * 32 == kBf16SegmentK);
   CHECK(kSlotsPerWarp >= 2);  // one slot read while the next is in flight
+}
+
+TEST_CASE("stream plan: a bf16 lane reads its rows' 8 k of each block from the stage tiles") {
+  // Tile 1 of a [32, K] tensor (paired as gate_up with I = 16): the slot holds the segment's
+  // bytes; what lane (n, c) reads at bf16_slot_offset(b, half, n, c) must be tile row n + 8 half,
+  // k first + 32 b + 8 c .. + 7, as bf16_a and the activations' k map (bf16_lane_k) assume.
+  for (int k : {32, 96, 288, 1408, 2880}) {
+    CAPTURE(k);
+    const Segments seg{k, false};
+    int wrong = 0;
+    for (int s = 0; s < seg.count(); ++s)
+      for (int b = 0; b < seg.length(s) / 32; ++b)
+        for (int half = 0; half < 2; ++half)
+          for (int lane = 0; lane < 32; ++lane) {
+            const int n = lane / 4, c = lane % 4;
+            // the element the slot byte came from, in the tile's layout
+            const std::size_t in_tile = (static_cast<std::size_t>(seg.code_offset(s)) + bf16_slot_offset(b, half, n, c)) / 2;
+            for (int j = 0; j < 8; ++j) {
+              const int kk = seg.first(s) + 32 * b + 8 * c + j;
+              wrong += bf16_stream_layout::element_of(k, 1, n + 8 * half, kk) != static_cast<std::size_t>(kTileRows) * k + in_tile + j;
+            }
+          }
+    CHECK(wrong == 0);
+    // The generator's inverse map agrees: vector v's source row and k hold what element_of says.
+    int inverse_wrong = 0;
+    for (std::size_t v = 0; v < static_cast<std::size_t>(32) * k / 8; ++v) {
+      const bf16_stream_layout::VectorSource src = bf16_stream_layout::vector_source(k, v, 16);
+      const int t = static_cast<int>(src.row % 16 / 8), i = static_cast<int>(src.row % 8) + (src.row >= 16 ? 8 : 0);
+      inverse_wrong += bf16_stream_layout::element_of(k, t, i, src.k0) != 8 * v;
+    }
+    CHECK(inverse_wrong == 0);
+  }
 }

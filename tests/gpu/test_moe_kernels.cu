@@ -60,6 +60,7 @@
 #include "engine/device_allocator.hpp"
 #include "engine/shape.hpp"
 #include "kernels/moe/bf16.hpp"
+#include "kernels/moe/bf16_stream_layout.hpp"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward.hpp"
 #include "kernels/moe/forward_stages.hpp"
@@ -121,10 +122,11 @@ struct TestLayer {
     return selection_bias_host.empty() ? nullptr : selection_bias_host.data();
   }
 
-  // options: the forward's, whose int4_layout() says where int4 codes sit.
+  // options: the forward's, whose int4_layout() and bf16_layout() say where the weights sit.
   TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, const ForwardOptions& options = {})
       : dims(d), seed(s) {
     const Int4Layout int4_layout = moe::kernels::int4_layout(options);
+    const Bf16Layout bf16_layout = moe::kernels::bf16_layout(options);
     const int et = d.total_experts();
     std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
     for (int e = 0; e < et; ++e) {
@@ -137,7 +139,7 @@ struct TestLayer {
           buffers.push_back(device_buffer(expert_scale_bytes(d, kind)));
           sc = buffers.back().data();
         }
-        generate_expert_tensor(d, kind, seed, e, w, sc, stream, int4_layout);
+        generate_expert_tensor(d, kind, seed, e, w, sc, stream, int4_layout, bf16_layout);
         ptrs[(which * 2) * et + e] = w;
         ptrs[(which * 2 + 1) * et + e] = sc;
       }
@@ -158,6 +160,7 @@ struct TestLayer {
     table.down = t + 2 * et;
     table.down_scales = d.format == WeightFormat::int4 ? t + 3 * et : nullptr;
     table.int4_layout = int4_layout;
+    table.bf16_layout = bf16_layout;
     MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
@@ -965,6 +968,30 @@ TEST_CASE("int4 generation in the mma layout matches the row layout re-laid on t
                                     want_w.data(), want_s.data());
       CHECK(mw == want_w);
       CHECK(ms == want_s);
+    }
+  }
+}
+
+TEST_CASE("bf16 generation in the stream tiles matches the row layout re-laid on the host") {
+  moe::test::test_device();
+  StreamHolder st;
+  for (int h : {2880, 2048, 96}) {
+    const MoeDims d = make_dims(h, 160, 4, 2, 1);
+    const std::uint64_t seed = case_seed();
+    CAPTURE(h);
+    for (TensorKind kind : {TensorKind::gate_up, TensorKind::down}) {
+      const TensorShape sh = expert_tensor_shape(d, kind);
+      const std::size_t elems = sh.rows * sh.k;
+      DeviceBuffer rows = device_buffer(expert_weight_bytes(d, kind)), tiles = device_buffer(expert_weight_bytes(d, kind));
+      MOE_CUDA_CHECK(cudaMemset(tiles.data(), 0xFF, tiles.bytes()));
+      MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison lands before st.s generates
+      generate_expert_tensor(d, kind, seed, 3, rows.data(), nullptr, st.s, Int4Layout::rows, Bf16Layout::rows);
+      generate_expert_tensor(d, kind, seed, 3, tiles.data(), nullptr, st.s, Int4Layout::rows, Bf16Layout::stream_tiles);
+      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+      const auto r = download<std::uint16_t>(rows.data(), elems), t = download<std::uint16_t>(tiles.data(), elems);
+      std::vector<std::uint16_t> want(elems);
+      bf16_stream_layout::relay_to_tiles(r.data(), sh.rows, sh.k, kind == TensorKind::gate_up ? d.inter : 0, want.data());
+      CHECK(t == want);
     }
   }
 }
