@@ -5,12 +5,13 @@
 #
 #   scripts/sass-per-kb.sh [BINARY | SASS_TEXT]     (default: build/apps/moebench)
 #
-# For every stream_expert_gemm_kernel instantiation: the smallest loop (a backward branch's
-# span) that holds both a wait on an mbarrier (SYNCS...TRYWAIT) and the HMMAs, i.e. one ring
-# item of a consumer warp; its instruction count (NOPs left out) over the KB a consumer warp
-# reads an item (bf16: 16 rows x 64 k, 2 KB; int4: one 128-k group of 16 rows, 1 KB). The count
-# is static: it covers every branch of the body (each chunk, the epilogue's call), so it is an
-# upper bound of what one item issues. Exit 2 when no such kernel or loop is found.
+# For every stream_expert_gemm_kernel instantiation: the loop (a backward branch's span) that
+# holds a wait on an mbarrier (SYNCS...TRYWAIT) and the most HMMAs (the smallest such), i.e.
+# one ring item of a consumer warp (the unrolled stage, not a partial stage's early exit); its instruction count (NOPs left out) over the KB of weights its
+# HMMAs consume (one m16n8k16 a chunk takes 16 rows x 16 k: bf16 512 bytes, int4 128). The
+# count is static: it covers every branch of the body (each chunk, the epilogue, a loop's
+# set-up), so it is an upper bound of what a KB issues. Exit 2 when no such kernel or loop is
+# found.
 set -euo pipefail
 input=${1:-build/apps/moebench}
 [[ -f $input ]] || { echo "sass-per-kb.sh: no file '$input'" >&2; exit 2; }
@@ -41,13 +42,14 @@ for name, ins in funcs.items():
         m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
         if not m or int(m.group(1), 16) >= addr: continue
         body = [t for a, t in ins if int(m.group(1), 16) <= a <= addr and not t.startswith("NOP")]
-        if any("HMMA" in t for t in body) and any("SYNCS" in t and "TRYWAIT" in t for t in body):
-            if best is None or len(body) < len(best): best = body
+        hm = sum("HMMA" in t for t in body)
+        if hm and any("SYNCS" in t and "TRYWAIT" in t for t in body):
+            if best is None or (hm, -len(body)) > (sum("HMMA" in t for t in best), -len(best)): best = body
     label = gate + " " + fmt + " " + (chunks.group(1) if chunks else "?") + " chunk(s)"
     if best is None:
         print(f"{label}: no consumer loop found"); status = 2; continue
-    kb = 1.0 if fmt == "int4" else 2.0
     hmma = sum("HMMA" in t for t in best)
-    print(f"{label}: {len(best)} instructions an item ({hmma} HMMA), {len(best) / kb:.0f} a KB of weights")
+    kb = hmma / int(chunks.group(1) if chunks else 1) * (0.125 if fmt == "int4" else 0.5)
+    print(f"{label}: {len(best)} instructions in the loop ({hmma} HMMA, {kb:g} KB of weights), {len(best) / kb:.0f} a KB")
 sys.exit(status)
 ' <<<"$sass"

@@ -49,9 +49,10 @@ constexpr int kInt4ScaleBytes = 2 * kTileRows; // a group's scales of a tile
 constexpr int kBf16SlotBytes = kTileRows * 2 * kBf16SegmentK;                         // 8,192
 constexpr int kInt4CodeBytes = kInt4SegmentGroups * kInt4GroupBytes;                  // 8,192
 constexpr int kInt4SlotBytes = kInt4CodeBytes + kInt4ScaleBytes * kInt4SegmentGroups;  // 8,448
-// Slots of each consumer warp's ring: one being read, two in flight (8 warps: up to 144 KB
-// in flight an SM, about 5x what the read rate times the read latency asks).
-constexpr int kSlotsPerWarp = 3;
+// Slots of each consumer warp's ring: one being read, one in flight (8 warps: 132 KB of ring,
+// several times what the read rate times the read latency asks). A third slot a warp measured
+// slower: the shared memory it takes comes out of L1, where the activations are read.
+constexpr int kSlotsPerWarp = 2;
 constexpr int kSlots = kConsumerWarps * kSlotsPerWarp;
 // The largest dynamic shared memory of a block (sm_90: 227 KB).
 constexpr int kMaxSmemBytes = 227 * 1024;

@@ -29,17 +29,17 @@ struct RingCase {
   kernels::RingMath math;
   std::size_t bytes;
   kernels::RingShape ring;
-  std::string name;  // e.g. int4-20MB, pipeline-20MB-2x8KB
+  std::string name;  // e.g. int4-20MB, pipeline-20MB-3x4KB
 };
 
 // Byte ranges of one layer's expert weights at decode sizes (a qwen3-30b-a3b int4 step reads
-// about 5 MB a layer, a mixtral-8x7b bf16 one about 700 MB) on the expert GEMM's rings (3 slots
+// about 5 MB a layer, a mixtral-8x7b bf16 one about 700 MB) on the expert GEMM's rings (2 slots
 // of 8 KB a warp), and the pipeline alone over other rings at 20 MB. Names: MATH-SIZE, then
 // -RING (slots a warp x stage) where it is not the expert GEMM's.
 const std::vector<RingCase>& ring_cases() {
   static const std::vector<RingCase> cases = [] {
     using kernels::RingMath;
-    const kernels::RingShape gemm_ring{8 * 1024, 3};
+    const kernels::RingShape gemm_ring{8 * 1024, 2};
     std::vector<RingCase> out;
     auto add = [&](RingMath math, std::size_t mb, kernels::RingShape r, bool ring_in_name) {
       std::string name = std::string(math == RingMath::none ? "pipeline" : kernels::to_string(math)) + "-" +
@@ -48,7 +48,7 @@ const std::vector<RingCase>& ring_cases() {
       out.push_back({math, mb * 1000 * 1000, r, name});
     };
     for (std::size_t mb : {5, 20, 50, 200}) add(RingMath::none, mb, gemm_ring, false);
-    for (kernels::RingShape r : {kernels::RingShape{8 * 1024, 2}, kernels::RingShape{4 * 1024, 3}, kernels::RingShape{2 * 1024, 3}})
+    for (kernels::RingShape r : {kernels::RingShape{8 * 1024, 3}, kernels::RingShape{4 * 1024, 3}, kernels::RingShape{2 * 1024, 3}})
       add(RingMath::none, 20, r, true);
     for (std::size_t mb : {5, 20, 200}) add(RingMath::bf16, mb, gemm_ring, false);
     for (std::size_t mb : {5, 20, 200}) add(RingMath::int4, mb, gemm_ring, false);
