@@ -189,7 +189,7 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--case-offset", r.case_offset)->group("");
   run.add_option("--case-total", r.case_total)->group("");
   run.add_option("--progress-fd", r.progress_fd)->group("");
-  run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
+  run.add_option("--fixtures", r.fixtures, kFixturesHelp);
   run.add_flag("--in-process", r.in_process,
                "Run every probe in this process (default: one child process per probe, so a "
                "sticky CUDA error or crash costs only that probe)");
