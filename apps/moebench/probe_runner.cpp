@@ -46,6 +46,17 @@ struct Progress {
   }
 };
 
+// What the probes measure with: opened only when a probe of the run needs a device.
+struct DeviceContext {
+  explicit DeviceContext(const RunOptions& options)
+      : device(Device::open(options.device)),
+        allocator(options.allocator),
+        sampler(device, allocator, options.measure) {}
+  Device device;
+  DeviceAllocator allocator;
+  measure::Sampler sampler;
+};
+
 // Runs the probes in this process, appending each case to `report` (and the file) at once.
 void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOptions& options,
                     const SweepPlan& plan, const Progress& progress, report::Report& report,
@@ -53,11 +64,11 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
   // Probes that decide their cases as they run record only the cases --filter selects.
   std::optional<report::CaseKeyFilter> filter;
   if (!options.case_filter.empty()) filter.emplace(options.case_filter);
-  const Device device = Device::open(options.device);
   std::optional<ScopedMutation> mutation;
   if (options.mutation) mutation.emplace(*options.mutation);
-  DeviceAllocator allocator(options.allocator);
-  measure::Sampler sampler(device, allocator, options.measure);
+  std::optional<DeviceContext> gpu;
+  for (const ProbeInfo* p : probes)
+    if (p->needs_device && !gpu) gpu.emplace(options);
 
   bool context_poisoned = false;
   for (std::size_t i = 0; i < probes.size(); ++i) {
@@ -68,19 +79,23 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
       std::fprintf(stderr, "[%zu/%zu] %.*s%s\n", i + 1, probes.size(),
                    static_cast<int>(probe.name.size()), probe.name.data(),
                    options.repeat > 1 ? (" #" + std::to_string(rep)).c_str() : "");
-      ProbeState state(
-          std::string(probe.name), options, device, allocator, sampler,
-          [&](report::CaseResult c) {
-            if (!probe.sweep && filter && c.verdict != report::Verdict::error &&
-                !filter->matches(c.key()))
-              return;
-            std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
-                         report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
-            report.cases.push_back(std::move(c));
-            writer.write(report);  // nothing measured is lost if a later case dies
-            if (g_interrupted.load()) throw Interrupted();
-          },
-          rep);
+      ProbeState::CaseSink sink = [&](report::CaseResult c) {
+        if (!probe.sweep && filter && c.verdict != report::Verdict::error &&
+            !filter->matches(c.key()))
+          return;
+        std::fprintf(stderr, "      %s %s\n", report::to_string(c.verdict).c_str(),
+                     report::escape_terminal(c.key(), report::kMaxLineChars).c_str());
+        report.cases.push_back(std::move(c));
+        writer.write(report);  // nothing measured is lost if a later case dies
+        if (g_interrupted.load()) throw Interrupted();
+      };
+      std::optional<ProbeState> state_storage;
+      if (probe.needs_device)
+        state_storage.emplace(std::string(probe.name), options, gpu->device, gpu->allocator,
+                              gpu->sampler, std::move(sink), rep);
+      else
+        state_storage.emplace(std::string(probe.name), options, std::move(sink), rep);
+      ProbeState& state = *state_storage;
       state.on_case_start([&](std::size_t index, const SweepPoint& point) {
         progress.started(planned.first + index + 1, point);
       });
@@ -88,7 +103,7 @@ void run_in_process(const std::vector<const ProbeInfo*>& probes, const RunOption
         report.environment[key] = std::move(value);
         writer.write(report);
       });
-      if (context_poisoned) {
+      if (context_poisoned && probe.needs_device) {
         report::CaseResult c = state.new_case("run");
         c.verdict = report::Verdict::error;
         c.reason = "not run: an earlier probe left a sticky CUDA error in this process";

@@ -42,9 +42,13 @@ report::Report execute_run(const RunRequest& request) {
       throw EnvironmentError("--peer cublas: " + cublas.missing_message());
   }
 
-  // The device is touched only now, after every input was accepted.
+  // The device is touched only now, after every input was accepted; a run of test-only probes
+  // (probes/probe.hpp, test_probes) touches none.
+  bool needs_device = false;
+  for (const ProbeInfo* p : probes) needs_device = needs_device || p->needs_device;
   std::string why;
-  if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
+  if (needs_device && Device::count(&why) == 0)
+    throw EnvironmentError("no usable CUDA GPU (" + why + ")");
   ep::check_multi_gpu_requirements(probes, options);
   if (options.device_budget) validate_for_device(options, Device::open(options.device).total_memory());
   report.environment = report::capture_environment(options.device);
