@@ -333,6 +333,7 @@ std::vector<std::string> ep_worker_arguments(const RunRequest& request) {
   w.repeat = 1;  // the launcher repeats; its workers run each repetition once
   w.case_total = 0;  // their cases reach the user through the launcher
   w.progress_fd = 2;
+  w.event_fd = -1;  // their cases reach the launcher through their own reports
   return run_arguments(w);
 }
 
@@ -384,6 +385,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (r.case_total)
     a.insert(a.end(), {"--case-offset", num(r.case_offset), "--case-total", num(r.case_total),
                        "--progress-fd", num(r.progress_fd)});
+  if (r.event_fd >= 0) a.insert(a.end(), {"--event-fd", num(r.event_fd)});
   if (r.in_process) a.push_back("--in-process");
   if (r.quiet) a.push_back("--quiet");
   return a;
