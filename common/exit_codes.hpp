@@ -9,7 +9,11 @@ enum class ExitCode : int {
   usage = 2,          // usage or input error; nothing was run
   environment = 3,    // no GPU or driver, not enough device memory
   probe_error = 4,    // a probe raised an error
-  interrupted = 130,  // SIGINT; the partial report was written
+  // A run ended by a signal, 128 + its number as shells report it; the partial report was
+  // written (apps/moebench/stop_signals.hpp).
+  hangup = 129,       // SIGHUP: the terminal or session went away
+  interrupted = 130,  // SIGINT: Ctrl-C
+  terminated = 143,   // SIGTERM: timeout, CI cancellation, Slurm, container runtimes
 };
 
 constexpr int to_int(ExitCode c) { return static_cast<int>(c); }

@@ -1,6 +1,7 @@
 #include "probes/moe_defaults.hpp"
 
 #include "common/cuda_check.hpp"
+#include "engine/shape_library.hpp"
 #include "probes/layer_check.hpp"
 
 namespace moe {
@@ -8,8 +9,7 @@ namespace moe {
 std::vector<Shape> shapes_or_default(const ProbeState& state,
                                      const std::vector<const char*>& defaults) {
   if (state.options().user_set_shapes) return state.options().shapes;
-  const auto library =
-      load_shape_library(std::filesystem::path(state.options().fixtures_dir) / "shapes");
+  const auto library = shape_library(state.options().fixtures_dir);
   std::vector<Shape> shapes;
   for (const char* name : defaults) shapes.push_back(resolve_shape(name, library));
   return shapes;

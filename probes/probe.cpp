@@ -9,6 +9,10 @@
 
 namespace moe {
 
+void ProbeState::no_device() const {
+  throw Error(ExitCode::probe_error, "probe " + probe_ + " runs on the host: it has no device");
+}
+
 report::CaseResult ProbeState::new_case(std::string name) const {
   report::CaseResult c;
   c.probe = probe_;

@@ -28,13 +28,17 @@ class ProbeState {
 
   ProbeState(std::string probe, const RunOptions& options, const Device& device,
              DeviceAllocator& allocator, measure::Sampler& sampler, CaseSink sink, int rep = 0)
-      : probe_(std::move(probe)), options_(options), device_(device), allocator_(allocator),
-        sampler_(sampler), sink_(std::move(sink)), rep_(rep) {}
+      : probe_(std::move(probe)), options_(options), device_(&device), allocator_(&allocator),
+        sampler_(&sampler), sink_(std::move(sink)), rep_(rep) {}
+  // For a probe that runs on the host alone (ProbeInfo::needs_device false): no device is
+  // opened, and device(), allocator() and sampler() raise.
+  ProbeState(std::string probe, const RunOptions& options, CaseSink sink, int rep = 0)
+      : probe_(std::move(probe)), options_(options), sink_(std::move(sink)), rep_(rep) {}
 
   const RunOptions& options() const { return options_; }
-  const Device& device() const { return device_; }
-  DeviceAllocator& allocator() { return allocator_; }
-  measure::Sampler& sampler() { return sampler_; }
+  const Device& device() const { return *on_device(device_); }
+  DeviceAllocator& allocator() { return *on_device(allocator_); }
+  measure::Sampler& sampler() { return *on_device(sampler_); }
 
   // A result pre-filled with this probe's name, the seed, any active mutation and the evidence
   // the probe must prove (probes/evidence_rules.cpp); with --repeat, the case name carries the
@@ -56,11 +60,18 @@ class ProbeState {
   }
 
  private:
+  template <class T>
+  T* on_device(T* p) const {
+    if (!p) no_device();
+    return p;
+  }
+  [[noreturn]] void no_device() const;
+
   std::string probe_;
   const RunOptions& options_;
-  const Device& device_;
-  DeviceAllocator& allocator_;
-  measure::Sampler& sampler_;
+  const Device* device_ = nullptr;
+  DeviceAllocator* allocator_ = nullptr;
+  measure::Sampler* sampler_ = nullptr;
   CaseSink sink_;
   EnvironmentSink environment_sink_;
   int rep_;  // which repetition of the probe (0-based) when the run repeats it
@@ -80,11 +91,19 @@ struct ProbeInfo {
   int min_gpus = 1;        // the expert-parallel probes need two; selftest skips them on fewer
   // Non-empty: why this build cannot run it (built without NCCL); selftest skips it.
   std::string_view not_built{};
+  // False: it runs on the host alone; a run of such probes alone opens no device and needs no
+  // GPU (the test-only probes below).
+  bool needs_device = true;
 };
 
 // Every probe moebench has, in the order the default suite runs them.
 std::span<const ProbeInfo> all_probes();
-// Raises UsageError listing the valid probe names when `name` is unknown.
+// The test-only probes: never listed, in no suite or selftest, run only when named. They
+// measure nothing; they exist so the CPU tests can drive the real runner (child processes,
+// signals, the report on disk) on a machine without a GPU. See docs/design/measurement.md.
+std::span<const ProbeInfo> test_probes();
+// Raises UsageError listing the valid probe names (all_probes()) when `name` is neither one of
+// them nor a test-only probe.
 const ProbeInfo& probe_by_name(std::string_view name);
 
 }  // namespace moe

@@ -25,6 +25,7 @@ void run_ep_expert_map_probe(ProbeState&);
 void run_ep_hang_probe(ProbeState&);
 void run_ep_stale_counts_probe(ProbeState&);
 void run_ep_drop_inflight_probe(ProbeState&);
+void run_test_ticks_probe(ProbeState&);
 
 // Each declared in its probe's file, beside the code that iterates it.
 extern const SweepDeclaration copy_sweep;
@@ -39,6 +40,7 @@ extern const SweepDeclaration host_nonblocking_sweep;
 extern const SweepDeclaration barrier_sweep;
 extern const SweepDeclaration stages_sweep;
 extern const SweepDeclaration stream_sweep;
+extern const SweepDeclaration test_ticks_sweep;
 
 namespace {
 #if MOEBENCH_HAVE_NCCL
@@ -128,9 +130,17 @@ constexpr std::array kProbes{
               "out before the step finished, and the dropped step's output must stay right",
               &run_ep_drop_inflight_probe, nullptr, false, false, 2, kEpUnavailable},
 };
+
+constexpr std::array kTestProbes{
+    ProbeInfo{"test-ticks",
+              "test-only: a case every 20 ms on the host, no GPU, nothing measured; for the "
+              "runner's tests (interrupting a real run)",
+              &run_test_ticks_probe, &test_ticks_sweep, false, false, 1, {}, false},
+};
 }  // namespace
 
 std::span<const ProbeInfo> all_probes() { return kProbes; }
+std::span<const ProbeInfo> test_probes() { return kTestProbes; }
 
 const ProbeInfo& probe_by_name(std::string_view name) {
   std::string valid;
@@ -138,6 +148,8 @@ const ProbeInfo& probe_by_name(std::string_view name) {
     if (p.name == name) return p;
     valid += (valid.empty() ? "" : ", ") + std::string(p.name);
   }
+  for (const ProbeInfo& p : kTestProbes)
+    if (p.name == name) return p;
   throw UsageError("unknown probe '" + std::string(name) + "'; valid probes: " + valid);
 }
 

@@ -61,6 +61,8 @@ struct RunOptions {
   // --filter: only the cases whose key this regular expression (ECMAScript, searched anywhere
   // in the key) matches run; empty: every case (probes/sweep_plan.hpp).
   std::string case_filter;
+  // The fixtures folder found (common/fixtures_location.hpp); empty: none, the built-in shapes
+  // (engine/shape_library.hpp).
   std::string fixtures_dir;
   bool user_set_shapes = false;
   bool user_set_ms = false;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/errors.hpp"
+#include "engine/shape_library.hpp"
 #include "reports/report.hpp"
 
 namespace moe {
@@ -35,8 +36,7 @@ std::vector<SweepPoint> enumerate_sweep(std::string_view probe, const SweepDecla
   } else if (options.user_set_shapes) {
     shapes.assign(options.shapes.begin(), options.shapes.end());
   } else {
-    const auto library =
-        load_shape_library(std::filesystem::path(options.fixtures_dir) / "shapes");
+    const auto library = shape_library(options.fixtures_dir);
     for (const std::string& name : sweep.shapes) shapes.emplace_back(resolve_shape(name, library));
   }
   std::vector<std::optional<kernels::WeightFormat>> formats;

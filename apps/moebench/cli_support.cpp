@@ -1,5 +1,6 @@
 // Small pieces every command shares: option checks and where the fixtures are.
 #include <cstdlib>
+#include <filesystem>
 
 #include "apps/moebench/commands.hpp"
 #include "common/errors.hpp"
@@ -34,10 +35,21 @@ void refuse_duplicates(const std::string& option, const std::vector<std::string>
         throw UsageError(option + " '" + values[i] + "' is given twice: each value once");
 }
 
-std::string fixtures_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("MOEBENCH_FIXTURES")) return env;
-  return MOEBENCH_FIXTURES_DIR;
+const char* const kFixturesHelp =
+    "Folder with shapes/ and cases/. Looked for in this order: this option, then "
+    "MOEBENCH_FIXTURES, then ../share/moebench/fixtures beside the binary (an installed "
+    "moebench), then the source tree's fixtures/ (a binary in its build tree); with none, the "
+    "shapes built into the binary";
+
+FixturesLocation find_fixtures(const std::string& flag) {
+  FixturesSearch search;
+  search.flag = flag;
+  if (const char* env = std::getenv("MOEBENCH_FIXTURES")) search.environment = env;
+  std::error_code ec;
+  search.executable = std::filesystem::read_symlink("/proc/self/exe", ec);
+  search.build_dir = MOEBENCH_BUILD_DIR;
+  search.source_fixtures = MOEBENCH_SOURCE_FIXTURES_DIR;
+  return locate_fixtures(search);
 }
 
 }  // namespace moe::cli

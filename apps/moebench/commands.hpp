@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/fixtures_location.hpp"
+
 namespace moe::cli {
 
 // Each command lives in its own file and registers itself: it adds its subcommand and options
@@ -37,7 +39,11 @@ CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
 // value ("--m 2 is given twice").
 void refuse_duplicates(const std::string& option, const std::vector<std::string>& values);
 
-// Where shapes and cases live: --fixtures, else $MOEBENCH_FIXTURES, else the source tree's.
-std::string fixtures_dir(const std::string& flag);
+// Where shapes and cases live (common/fixtures_location.hpp): --fixtures (`flag`), else
+// $MOEBENCH_FIXTURES, else the running binary's ../share/moebench/fixtures, else the source
+// tree's fixtures/ when the binary is in its build tree, else none (the built-in shapes).
+FixturesLocation find_fixtures(const std::string& flag);
+// --fixtures' help, the same for every command that takes it: the lookup order.
+extern const char* const kFixturesHelp;
 
 }  // namespace moe::cli

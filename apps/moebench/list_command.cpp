@@ -5,6 +5,7 @@
 #include "engine/ep/exchange_names.hpp"
 #include "engine/engine_options.hpp"
 #include "engine/fault_injection.hpp"
+#include "engine/shape_library.hpp"
 #include "probes/probe.hpp"
 #include "reports/table.hpp"
 #include "reports/text_escape.hpp"
@@ -47,7 +48,7 @@ int list(const std::string& what, const std::string& fixtures,
   const bool all = what.empty();
   if (!shape_specs.empty()) {
     if (what != "shapes") throw UsageError("--shape goes with 'list shapes'");
-    const auto library = load_shape_library(std::filesystem::path(fixtures_dir(fixtures)) / "shapes");
+    const auto library = shape_library(find_fixtures(fixtures).dir);
     std::vector<Shape> shapes;
     for (const std::string& spec : shape_specs) shapes.push_back(resolve_shape(spec, library));
     for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -60,8 +61,12 @@ int list(const std::string& what, const std::string& fixtures,
     throw UsageError("cannot list '" + what + "'; valid: probes, shapes, mutations, switches");
   // Read the shapes first: a bad --fixtures is one line of error, not a table and then one.
   std::vector<Shape> shapes;
-  if (all || what == "shapes")
-    shapes = load_shape_library(std::filesystem::path(fixtures_dir(fixtures)) / "shapes");
+  std::string shapes_from;
+  if (all || what == "shapes") {
+    const FixturesLocation location = find_fixtures(fixtures);
+    shapes = shape_library(location.dir);
+    shapes_from = location.describe();
+  }
   if (all || what == "probes") {
     std::vector<std::vector<std::string>> rows{{"probe", "default", "description"}};
     for (const ProbeInfo& p : all_probes())
@@ -97,6 +102,7 @@ int list(const std::string& what, const std::string& fixtures,
                       std::to_string(s.shared_experts), std::string(kernels::to_string(s.scoring)),
                       s.description});
     std::printf("%s", report::format_columns(rows, report::kMaxLineChars).c_str());
+    std::printf("shapes from: %s\n", report::escape_terminal(shapes_from, report::kMaxLineChars).c_str());
   }
   if (all || what == "mutations") {
     if (all) std::printf("\n");
@@ -127,7 +133,7 @@ Command add_list_command(CLI::App& app) {
   auto shapes = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand("list", "List probes, shapes, mutations or engine switches, one line each");
   cmd->add_option("what", *what, "probes, shapes, mutations or switches (default: all four)");
-  cmd->add_option("--fixtures", *fixtures, "Folder with shapes/ and cases/");
+  cmd->add_option("--fixtures", *fixtures, kFixturesHelp);
   cmd->add_option("--shape", *shapes,
                   "With 'list shapes': show these shapes as parsed (names, shape files or a "
                   "model's config.json; comma-separated), every field and where it came from")

@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kExitCodes =
     "Exit codes: 0 all checks passed; 1 a check failed (a bug reproduced, a regression);\n"
     "2 usage or input error (nothing ran); 3 environment (no GPU or driver, not enough memory);\n"
-    "4 a probe errored; 130 interrupted (the partial report was written).";
+    "4 a probe errored; 129, 130, 143 stopped by SIGHUP, SIGINT, SIGTERM (the partial report\n"
+    "was written, saying where the run stopped).";
 // CLI11's parse errors as one line that names the value and what the option takes.
 std::string describe_parse_error(const CLI::App& app, std::span<const moe::cli::Command> commands,
                                  const CLI::ParseError& e) {

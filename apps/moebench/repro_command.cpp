@@ -132,7 +132,7 @@ Command add_repro_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "New report (JSON) with both environments in extra.repro")
       ->capture_default_str();
   cmd->add_option("--device", r->device, "CUDA device index")->capture_default_str();
-  cmd->add_option("--fixtures", r->fixtures, "Folder with shapes/ and cases/");
+  cmd->add_option("--fixtures", r->fixtures, kFixturesHelp);
   cmd->add_flag("--dry-run", r->dry_run,
                 "Validate FILE and print what would run and the expected verdicts; run nothing");
   return {cmd, [r] { return repro(*r); }};

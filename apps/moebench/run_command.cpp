@@ -1,29 +1,25 @@
 // `moebench run`: validate, run the probes, write the report, print the table.
-#include <ctime>
 #include <iostream>
+#include <optional>
 
+#include "apps/moebench/child_process.hpp"
 #include "apps/moebench/commands.hpp"
 #include "apps/moebench/dry_run.hpp"
+#include "apps/moebench/exit_on_stop_signal.hpp"
+#include "apps/moebench/live_report.hpp"
 #include "apps/moebench/probe_runner.hpp"
 #include "apps/moebench/run_request.hpp"
+#include "apps/moebench/stop_signals.hpp"
 #include "common/errors.hpp"
 #include "engine/device.hpp"
 #include "kernels/peer/cublas_library.hpp"
 #include "probes/ep_common/ep_requirements.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
+#include "reports/run_events.hpp"
 #include "reports/table.hpp"
 
 namespace moe::cli {
-
-namespace {
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-}  // namespace
 
 report::Report execute_run(const RunRequest& request) {
   std::vector<const ProbeInfo*> probes;
@@ -36,31 +32,47 @@ report::Report execute_run(const RunRequest& request) {
                        {"complete", false}, {"isolation", request.in_process ? "in-process" : "process-per-probe"}};
   report.options = options_json(options);
   const report::ReportWriter writer(request.output);
+  // A child run of one probe: its cases go to the parent as they are finished, and it stops
+  // when the parent dies.
+  std::optional<report::RunEventWriter> events;
+  if (request.event_fd >= 0) {
+    events.emplace(request.event_fd);
+    stop_with_parent(request.event_fd);
+  }
   // A peer asked for by name must load: said now, in one line, before anything runs.
   if (options.peer_required) {
     if (const auto cublas = kernels::peer::find_cublas(); !cublas.library)
       throw EnvironmentError("--peer cublas: " + cublas.missing_message());
   }
 
-  // The device is touched only now, after every input was accepted.
+  // The device is touched only now, after every input was accepted; a run of test-only probes
+  // (probes/probe.hpp, test_probes) touches none.
+  bool needs_device = false;
+  for (const ProbeInfo* p : probes) needs_device = needs_device || p->needs_device;
   std::string why;
-  if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
+  if (needs_device && Device::count(&why) == 0)
+    throw EnvironmentError("no usable CUDA GPU (" + why + ")");
   ep::check_multi_gpu_requirements(probes, options);
   if (options.device_budget) validate_for_device(options, Device::open(options.device).total_memory());
-  report.environment = report::capture_environment(options.device);
-  writer.write(report);
 
-  run_probes(request, probes, options, report, writer);
-  if (interrupted()) {
-    report.invocation["interrupted"] = true;
-    writer.write(report);
-    throw Error(ExitCode::interrupted, "interrupted; the partial report (" +
-                                           std::to_string(report.cases.size()) +
-                                           " cases) is in " + writer.path());
+  // From here a stop signal (SIGINT, SIGTERM, SIGHUP) leaves a whole report that says where
+  // the run stopped, and the exit code 128 + the signal.
+  const StopSignals stop;
+  LiveReport live(report, writer, events ? &*events : nullptr);
+  std::optional<ExitOnStopSignal> exit_on_stop;
+  if (request.in_process) exit_on_stop.emplace(stop, live);
+  const nlohmann::json environment = report::capture_environment(options.device);
+  live.update([&](report::Report& r) { r.environment = environment; });
+
+  run_probes(request, probes, options, live, stop);
+  exit_on_stop.reset();
+  if (const int signal = stop.received()) {
+    live.record_interruption(signal);
+    throw Error(static_cast<ExitCode>(exit_code_for_signal(signal)),
+                signal_name(signal) + ": stopped; the partial report (" +
+                    std::to_string(live.case_count()) + " cases) is in " + writer.path());
   }
-  report.invocation["finished_at"] = now_iso8601();
-  report.invocation["complete"] = true;
-  writer.write(report);
+  live.record_complete();
 
   if (!request.quiet) {
     if (request.format == "json")
@@ -189,7 +201,8 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--case-offset", r.case_offset)->group("");
   run.add_option("--case-total", r.case_total)->group("");
   run.add_option("--progress-fd", r.progress_fd)->group("");
-  run.add_option("--fixtures", r.fixtures, "Folder with shapes/ and cases/");
+  run.add_option("--event-fd", r.event_fd)->group("");
+  run.add_option("--fixtures", r.fixtures, kFixturesHelp);
   run.add_flag("--in-process", r.in_process,
                "Run every probe in this process (default: one child process per probe, so a "
                "sticky CUDA error or crash costs only that probe)");

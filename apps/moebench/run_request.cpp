@@ -14,6 +14,7 @@
 #include "engine/ep/device_list.hpp"
 #include "engine/ep/exchange_names.hpp"
 #include "engine/ep/launch_env.hpp"
+#include "engine/shape_library.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/probe.hpp"
 #include "probes/sweep_plan.hpp"
@@ -69,7 +70,7 @@ void resolve_telemetry_options(const RunRequest& r, const std::vector<const Prob
     // probe would run (its defaults: deepseek-v2-lite, bf16).
     std::vector<Shape> shapes = o.shapes;
     if (shapes.empty())
-      shapes.push_back(resolve_shape("deepseek-v2-lite", load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes")));
+      shapes.push_back(resolve_shape("deepseek-v2-lite", shape_library(o.fixtures_dir)));
     std::vector<kernels::WeightFormat> formats = o.formats;
     if (formats.empty()) formats.push_back(kernels::WeightFormat::bf16);
     for (const Shape& shape : shapes)
@@ -156,13 +157,10 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   }
   refuse_list_duplicates(r);
   RunOptions o;
-  o.fixtures_dir = fixtures_dir(r.fixtures);
+  o.fixtures_dir = find_fixtures(r.fixtures).dir;  // empty: none found, the built-in shapes
   std::error_code ec;
-  if (!std::filesystem::is_directory(std::filesystem::path(o.fixtures_dir) / "shapes", ec))
-    throw UsageError("--fixtures '" + o.fixtures_dir +
-                     "' has no shapes/ folder: give the folder that holds shapes/ and cases/");
   if (!r.shapes.empty()) {
-    const auto library = load_shape_library(std::filesystem::path(o.fixtures_dir) / "shapes");
+    const auto library = shape_library(o.fixtures_dir);
     for (const std::string& s : r.shapes) o.shapes.push_back(resolve_shape(s, library));
     o.user_set_shapes = true;
     refuse_shape_name_clash(o.shapes);
@@ -335,6 +333,7 @@ std::vector<std::string> ep_worker_arguments(const RunRequest& request) {
   w.repeat = 1;  // the launcher repeats; its workers run each repetition once
   w.case_total = 0;  // their cases reach the user through the launcher
   w.progress_fd = 2;
+  w.event_fd = -1;  // their cases reach the launcher through their own reports
   return run_arguments(w);
 }
 
@@ -386,6 +385,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (r.case_total)
     a.insert(a.end(), {"--case-offset", num(r.case_offset), "--case-total", num(r.case_total),
                        "--progress-fd", num(r.progress_fd)});
+  if (r.event_fd >= 0) a.insert(a.end(), {"--event-fd", num(r.event_fd)});
   if (r.in_process) a.push_back("--in-process");
   if (r.quiet) a.push_back("--quiet");
   return a;

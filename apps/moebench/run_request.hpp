@@ -61,6 +61,9 @@ struct RunRequest {
   std::size_t case_offset = 0;
   std::size_t case_total = 0;
   int progress_fd = 2;
+  // A child run of one probe (process-per-probe) sends every finished case to the parent on
+  // this descriptor as it finishes it (hidden --event-fd; report::RunEventWriter). -1: none.
+  int event_fd = -1;
   bool dry_run = false;        // list the cases, touch no GPU (apps/moebench/dry_run.hpp)
   double ceiling_gbps = 4550;  // --dry-run: the read ceiling its floors are computed at
   std::vector<std::string> argv;

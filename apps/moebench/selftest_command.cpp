@@ -235,7 +235,7 @@ Command add_selftest_command(CLI::App& app, const std::vector<std::string>& argv
       ->capture_default_str();
   cmd->add_option("-o,--output", req->output, "Report file (JSON)")->capture_default_str();
   cmd->add_option("--device", req->device, "CUDA device index")->capture_default_str();
-  cmd->add_option("--fixtures", req->fixtures, "Folder with shapes/ and cases/");
+  cmd->add_option("--fixtures", req->fixtures, kFixturesHelp);
   return {cmd, [req] { return selftest(*req); }};
 }
 

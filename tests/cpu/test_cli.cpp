@@ -51,6 +51,23 @@ TEST_CASE("list shows every probe, shape and mutation with a description") {
   CHECK(bad.out.find("valid: probes, shapes, mutations") != std::string::npos);
 }
 
+TEST_CASE("test-only probes are never listed nor offered, and run by name without a GPU") {
+  REQUIRE_FALSE(moe::test_probes().empty());
+  const Result listed = run("list");
+  const Result unknown = run("run nosuch -o /tmp/moebench-cli-nosuch.json");
+  const Result dry = run("run --dry-run");
+  for (const moe::ProbeInfo& p : moe::test_probes()) {
+    const std::string name(p.name);
+    CAPTURE(name);
+    CHECK_FALSE(p.in_default_suite);
+    CHECK_FALSE(p.needs_device);
+    CHECK(listed.out.find(name) == std::string::npos);
+    CHECK(unknown.out.find(name) == std::string::npos);
+    CHECK(dry.out.find(name) == std::string::npos);  // not in the default suite
+    CHECK(run("run " + name + " --dry-run").code == 0);
+  }
+}
+
 TEST_CASE("bad values are refused with exit 2 before any device is touched") {
   struct Case {
     const char* args;

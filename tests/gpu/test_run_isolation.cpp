@@ -1,5 +1,6 @@
 // The suite survives its probes: a probe that poisons its CUDA context is recorded as that
-// probe's error and the others still run; Ctrl-C leaves a whole, partial report and exit 130.
+// probe's error and the others still run; Ctrl-C or SIGTERM leave a whole, partial report with
+// the running probe's finished cases, and exit 130 or 143.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -70,7 +71,58 @@ TEST_CASE("Ctrl-C writes the partial report and exits 130") {
   const auto j = nlohmann::json::parse(moe::test::read_text(report));
   CHECK(j.at("invocation").at("complete") == false);
   CHECK(j.at("invocation").value("interrupted", false));
+  CHECK(j.at("invocation").at("interruption").at("signal") == "SIGINT");
   CHECK(j.at("cases").size() >= 1);
+}
+
+TEST_CASE("SIGTERM to the run alone keeps the running probe's finished cases and exits 143") {
+  moe::test::test_device();
+  const auto dir = moe::test::scratch_dir("sigterm");
+  const std::string report = (dir / "r.json").string();
+  const std::string cmd = "exec " + moe::test::quote(moe::test::moebench_binary()) +
+                          " run copy bandwidth --shape tiny --copy-bytes 1073741824 --fixtures " +
+                          moe::test::quote(moe::test::fixtures_dir()) + " -o " +
+                          moe::test::quote(report) + " >/dev/null 2>&1";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // As `timeout` does: the signal to the run, once the probe running in its child process has
+  // finished a case (copy's three are in before bandwidth starts).
+  auto bandwidth_cases = [&] {
+    if (!std::filesystem::exists(report)) return std::size_t{0};
+    const auto doc = nlohmann::json::parse(moe::test::read_text(report), nullptr, false);
+    std::size_t n = 0;
+    if (!doc.is_discarded() && doc.contains("cases"))
+      for (const auto& c : doc.at("cases")) n += c.at("probe") == "bandwidth";
+    return n;
+  };
+  for (int i = 0; i < 1200 && bandwidth_cases() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(bandwidth_cases() > 0);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  kill(-pid, SIGKILL);  // nothing of the run may outlive the test
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 143);
+  const auto j = nlohmann::json::parse(moe::test::read_text(report));
+  std::size_t copy = 0, bandwidth = 0;
+  for (const auto& c : j.at("cases")) {
+    CHECK(c.at("verdict") != "ERROR");
+    copy += c.at("probe") == "copy";
+    bandwidth += c.at("probe") == "bandwidth";
+  }
+  CHECK(copy == 3);
+  CHECK(bandwidth >= 1);
+  const auto& stop = j.at("invocation").at("interruption");
+  CHECK(stop.at("signal") == "SIGTERM");
+  CHECK(stop.at("probe") == "bandwidth");
+  CHECK(stop.at("probe_cases") == bandwidth);
+  CHECK(stop.at("cases") == copy + bandwidth);
 }
 
 TEST_CASE("a shape whose one layer does not fit the device is exit 3, its reason in the report") {
