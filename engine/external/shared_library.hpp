@@ -10,9 +10,9 @@ class SharedLibrary {
  public:
   // Opens `file` with RTLD_NOW | RTLD_LOCAL: every symbol it needs is bound now, so a missing
   // dependency is reported here, and nothing it defines is seen by other libraries. Raises
-  // UsageError for a file that is missing, not a regular file or not an ELF shared object,
-  // EnvironmentError (with dlerror's text) for an ELF file this machine cannot load (a
-  // dependency missing, another architecture). `what` names the file in messages
+  // UsageError for a file that is missing, not a regular file, not an ELF shared object or an
+  // executable, EnvironmentError (with dlerror's text) for a shared object this machine cannot
+  // load (a dependency missing, another architecture). `what` names the file in messages
   // ("--engine './x.so'").
   SharedLibrary(const std::filesystem::path& file, const std::string& what);
   ~SharedLibrary();

@@ -120,6 +120,7 @@ TEST_CASE("each adapter that breaks a rule of the ABI is refused in one line bef
       {text_file, "not a shared library (no ELF header", 2},
       {adapter("needs_missing_library"),
        "cannot be loaded on this machine: libmoebench_test_missing_dependency.so", 3},
+      {moe::test::moebench_binary(), "an executable, not a shared library", 2},
       {adapter("no_entry"), "does not export moebench_engine_abi: not a moebench engine adapter", 2},
       {adapter("entry_refuses"),
        "moebench_engine_abi refused engine ABI 1.0 (MOEBENCH_ERROR_UNSUPPORTED): this adapter needs "
