@@ -47,6 +47,10 @@ LayerPlan plan_layers(const EngineConfig& config, const Device& device) {
   return p;
 }
 
+std::uint64_t layer_seed(std::uint64_t engine_seed, int layer) {
+  return engine_seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer) + 1;
+}
+
 Engine::Engine(const EngineConfig& config, DeviceAllocator& allocator, const Device& device,
                WeightsArena* arena)
     : config_(config), allocator_(allocator), plan_(plan_layers(config, device)),
@@ -60,8 +64,7 @@ Engine::Engine(const EngineConfig& config, DeviceAllocator& allocator, const Dev
   for (int l = 0; l < plan_.layers; ++l) {
     LayerConfig lc;
     lc.dims = dims;
-    // Each layer its own weights: the seed mixes in the layer index.
-    lc.seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(l) + 1;
+    lc.seed = layer_seed(config_.seed, l);
     lc.routing = config_.routing;
     lc.path = config_.path;
     lc.options = config_.options;

@@ -44,6 +44,9 @@ struct LayerPlan {
 };
 LayerPlan plan_layers(const EngineConfig& config, const Device& device);
 
+// The weights seed of layer `layer` of an engine seeded `engine_seed`: each layer its own weights.
+std::uint64_t layer_seed(std::uint64_t engine_seed, int layer);
+
 // The engine the probes drive: a stack of MoE layers for a shape, their activations, the
 // stream and the per-M graphs. One decode step runs every layer over the same input (each into
 // its own output), so its working set is the whole stack's touched experts. Building and

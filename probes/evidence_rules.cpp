@@ -35,6 +35,18 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
   return it == kRequired.end() ? kNone : it->second;
 }
 
+const std::vector<std::string>& required_evidence_through_adapter(std::string_view probe) {
+  // two-engine: the resident tables are the adapter's, so the outputs (every token of every
+  // layer against the reference) stand for them.
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kRequired{
+      {"two-engine",
+       {"weights_address_reused", "expert_buffers_elsewhere", "freed_experts_poisoned", "outputs_checked"}},
+  };
+  static const std::vector<std::string> kNone;
+  const auto it = kRequired.find(probe);
+  return it == kRequired.end() ? kNone : it->second;
+}
+
 L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2) {
   L2Defeat d;
   d.every_sample_flushed = samples > 0 && flushed_samples >= samples;

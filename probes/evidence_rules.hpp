@@ -14,6 +14,9 @@ namespace moe {
 // probe not listed requires none: it PASSes on its checks alone, and selftest does not accept
 // its clean rows until it declares some.
 const std::vector<std::string>& required_evidence(std::string_view probe);
+// The same for a probe that runs through an engine adapter (--engine), whose engine it cannot
+// look inside: what it can prove from outside.
+const std::vector<std::string>& required_evidence_through_adapter(std::string_view probe);
 
 // Working set at which a step's distinct weights alone defeat the L2, as a multiple of it (the
 // engine's layer plan aims for this; docs/bugs.md, bug 4).

@@ -54,11 +54,13 @@ int affordable_tokens(const kernels::MoeDims& dims, int m, int floor) {
   return std::min(m, std::max(floor, affordable));
 }
 
-LayerReference LayerReference::of(const MoeLayer& layer) {
+LayerReference LayerReference::of(const MoeLayer& layer) { return of(layer.weights()); }
+
+LayerReference LayerReference::of(const MoeWeights& weights) {
   LayerReference r;
-  r.dims = layer.config().dims;
-  r.weight_seed = layer.config().seed;
-  if (const float* bias = layer.weights().router_bias()) {
+  r.dims = weights.dims();
+  r.weight_seed = weights.seed();
+  if (const float* bias = weights.router_bias()) {
     r.router_bias.resize(static_cast<std::size_t>(r.dims.experts));
     MOE_CUDA_CHECK(cudaMemcpy(r.router_bias.data(), bias, r.router_bias.size() * sizeof(float),
                               cudaMemcpyDeviceToHost));

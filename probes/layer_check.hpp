@@ -31,6 +31,7 @@ struct LayerReference {
   std::uint64_t weight_seed = 0;
   std::vector<float> router_bias;  // empty: none
   static LayerReference of(const MoeLayer& layer);
+  static LayerReference of(const MoeWeights& weights);
 };
 
 // The top-k expert ids the layer's last forward chose, [m, k], read back from its scratch.

@@ -19,7 +19,7 @@ report::CaseResult ProbeState::new_case(std::string name) const {
   c.name = options_.repeat > 1 ? name + "#" + std::to_string(rep_) : std::move(name);
   c.seed = options_.seed;
   if (options_.mutation) c.mutation = std::string(info(*options_.mutation).name);
-  c.required_evidence = required_evidence(probe_);
+  c.required_evidence = options_.adapter ? required_evidence_through_adapter(probe_) : required_evidence(probe_);
   return c;
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -79,6 +80,16 @@ class ProbeState {
   mutable std::optional<std::vector<SweepPoint>> points_;  // enumerated on first use
 };
 
+// How a probe takes an engine built by an adapter (--engine; include/moebench/engine_abi.h):
+// whether it drives one, the optional capabilities its checks need (MOEBENCH_CAP_* bits), or
+// why it cannot. Checked before anything runs (probes/adapter_requirements.hpp).
+struct ExternalEngineUse {
+  bool runs = false;
+  std::uint64_t needs = 0;
+  // When it cannot: why, one clause; empty: it drives moebench's own engine only, so far.
+  std::string_view why_not{};
+};
+
 struct ProbeInfo {
   std::string_view name;
   std::string_view description;  // one line, shown by `moebench list`
@@ -94,6 +105,7 @@ struct ProbeInfo {
   // False: it runs on the host alone; a run of such probes alone opens no device and needs no
   // GPU (the test-only probes below).
   bool needs_device = true;
+  ExternalEngineUse external{};
 };
 
 // Every probe moebench has, in the order the default suite runs them.

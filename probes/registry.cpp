@@ -48,11 +48,17 @@ constexpr std::string_view kEpUnavailable{};
 #else
 constexpr std::string_view kEpUnavailable{MOEBENCH_NCCL_MISSING_REASON};
 #endif
+// Why a probe cannot take an external engine (--engine).
+constexpr ExternalEngineUse kMeasuresDevice{.why_not = "it measures the device, not an engine"};
+constexpr ExternalEngineUse kMeasuresOwnKernels{.why_not = "it measures moebench's own kernels by name"};
+constexpr ExternalEngineUse kMeasuresTimingLoop{.why_not = "it checks moebench's own timing loop, not an engine"};
+constexpr ExternalEngineUse kNoExpertParallelism{
+    .why_not = "expert parallelism is not part of the engine ABI"};
 constexpr std::array kProbes{
     ProbeInfo{"copy",
               "device memory ceilings: read-only stream (the read ceiling), cudaMemcpy D2D and "
               "an SM copy kernel, over buffers several times the L2",
-              &run_copy_probe, &copy_sweep, true},
+              &run_copy_probe, &copy_sweep, true, false, 1, {}, kMeasuresDevice},
     ProbeInfo{"bandwidth",
               "one decode step per shape, M, format and mode: GPU, host and kernel time, "
               "bytes (dedup and not), GB/s and percent of the read ceiling",
@@ -74,7 +80,7 @@ constexpr std::array kProbes{
     ProbeInfo{"two-engine",
               "N engines built, run and destroyed in sequence, weights at the same addresses, "
               "freed experts poisoned: a stale resident table reads poison (docs/bugs.md, bug 1)",
-              &run_two_engine_probe, &two_engine_sweep, true},
+              &run_two_engine_probe, &two_engine_sweep, true, false, 1, {}, ExternalEngineUse{.runs = true}},
     ProbeInfo{"drop-after-inflight",
               "a layer and an engine destroyed with a forward in flight, the next request "
               "writing the freed memory: the pending result must stay right",
@@ -89,46 +95,46 @@ constexpr std::array kProbes{
     ProbeInfo{"barrier",
               "moebench's timing loop against one with a no-op barrier: the queue-saturation "
               "artifact (host time converging on GPU time) shown and ruled out",
-              &run_barrier_probe, &barrier_sweep, true},
+              &run_barrier_probe, &barrier_sweep, true, false, 1, {}, kMeasuresTimingLoop},
     ProbeInfo{"stages",
               "where a layer's time goes: route, gate_up, down and combine per shape, M, format "
               "and mode from CUPTI kernel records, each with its own time, its share of the "
               "critical path and its floor",
-              &run_stages_probe, &stages_sweep, false},
+              &run_stages_probe, &stages_sweep, false, false, 1, {}, kMeasuresOwnKernels},
     ProbeInfo{"stream",
               "the streaming expert GEMM's pipeline alone and with its bf16 and int4 math: one "
               "block an SM, bulk copies into a shared-memory ring, over 5 to 200 MB; percent of "
               "the read ceiling (sm_90+)",
-              &run_stream_probe, &stream_sweep, false},
+              &run_stream_probe, &stream_sweep, false, false, 1, {}, kMeasuresOwnKernels},
     // Expert parallelism: one worker per GPU of --devices (engine/ep/). Built without NCCL
     // they are listed as not built, and running one says why (exit 3).
     ProbeInfo{"ep-ceiling",
               "the link's ceilings over the GPUs of --devices: ncclAlltoAll bus bandwidth over "
               "a large buffer and each pair of ranks both ways",
-              &run_ep_ceiling_probe, nullptr, false, false, 2, kEpUnavailable},
+              &run_ep_ceiling_probe, nullptr, false, false, 2, kEpUnavailable, kNoExpertParallelism},
     ProbeInfo{"ep-step",
               "one expert-parallel step per shape, tokens per rank, exchange (--exchange; lsa only "
               "when named) and mode (eager, captured graph): dispatch, expert compute and combine "
               "GPU time per rank, host time, bytes on the wire, GB/s against the alltoall ceiling, "
               "after every rank's output matched the reference",
-              &run_ep_step_probe, nullptr, false, false, 2, kEpUnavailable},
+              &run_ep_step_probe, nullptr, false, false, 2, kEpUnavailable, kNoExpertParallelism},
     ProbeInfo{"ep-expert-map",
               "one rank holds another expert map: building the sharded layer must be refused on "
               "every rank with the ranks named, never a hang or wrong tokens",
-              &run_ep_expert_map_probe, nullptr, false, false, 2, kEpUnavailable},
+              &run_ep_expert_map_probe, nullptr, false, false, 2, kEpUnavailable, kNoExpertParallelism},
     ProbeInfo{"ep-hang",
               "one rank stays silent in an exchange, then one dies after its first exchange: "
               "the others' watchdog aborts their communicators within --timeout and names the rank",
-              &run_ep_hang_probe, nullptr, false, false, 2, kEpUnavailable},
+              &run_ep_hang_probe, nullptr, false, false, 2, kEpUnavailable, kNoExpertParallelism},
     ProbeInfo{"ep-stale-counts",
               "tokens per rank change from step to step on one sharded layer: every step's output "
               "must match the reference, so the receive side used this step's counts",
-              &run_ep_stale_counts_probe, nullptr, false, false, 2, kEpUnavailable},
+              &run_ep_stale_counts_probe, nullptr, false, false, 2, kEpUnavailable, kNoExpertParallelism},
     ProbeInfo{"ep-drop-inflight",
               "each rank drops its sharded layer with a step's exchange in flight and the next "
               "owner writes memory of the receive buffers' sizes: no receive block may be handed "
               "out before the step finished, and the dropped step's output must stay right",
-              &run_ep_drop_inflight_probe, nullptr, false, false, 2, kEpUnavailable},
+              &run_ep_drop_inflight_probe, nullptr, false, false, 2, kEpUnavailable, kNoExpertParallelism},
 };
 
 constexpr std::array kTestProbes{

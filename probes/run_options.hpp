@@ -1,11 +1,13 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/device_allocator.hpp"
 #include "engine/engine_options.hpp"
+#include "engine/external/adapter_library.hpp"
 #include "engine/fault_injection.hpp"
 #include "engine/shape.hpp"
 #include "kernels/moe/moe_types.hpp"
@@ -61,6 +63,10 @@ struct RunOptions {
   // --filter: only the cases whose key this regular expression (ECMAScript, searched anywhere
   // in the key) matches run; empty: every case (probes/sweep_plan.hpp).
   std::string case_filter;
+  // --engine: the adapter the probes build their engines through, loaded and checked (null:
+  // moebench's own engine), and the default suite's probes left out because they cannot.
+  std::shared_ptr<const external::AdapterLibrary> adapter;
+  std::vector<std::string> left_out_for_adapter;
   // The fixtures folder found (common/fixtures_location.hpp); empty: none, the built-in shapes
   // (engine/shape_library.hpp).
   std::string fixtures_dir;

@@ -84,6 +84,24 @@ void read_ceiling_difference(const Report& base, const Report& head,
                  false});
 }
 
+// The engine the probes ran (options.engine_adapter, absent for moebench's own): another
+// engine's figures and verdicts are its own, and another build of one adapter (another SHA-256)
+// is another engine.
+std::string engine_text(const Report& r) {
+  const json::json_pointer p("/engine_adapter");
+  if (!r.options.is_object() || !r.options.contains(p)) return "moebench's own";
+  const json& a = r.options.at(p);
+  if (!a.is_object()) return text(a);
+  return "adapter " + text(a.value("name", json(nullptr))) + " " + text(a.value("version", json(nullptr))) +
+         " (engine ABI " + text(a.value("abi", json(nullptr))) + ", sha256 " +
+         text(a.value("sha256", json(nullptr))).substr(0, 16) + ")";
+}
+
+void engine_adapter_difference(const Report& base, const Report& head, std::vector<EnvironmentDifference>& out) {
+  const std::string b = engine_text(base), h = engine_text(head);
+  if (b != h) out.push_back({"engine", b, h, false});
+}
+
 // The dimensions a shape object (options.shapes, a case's parameters.shape) records; its
 // name, description and source say nothing about what ran.
 json shape_dimensions(const json& shape) {
@@ -170,6 +188,7 @@ std::vector<EnvironmentDifference> environment_differences(const Report& base,
       if (bv != hv) out.push_back({"engine switch " + name, bv, hv, false});
     }
   }
+  engine_adapter_difference(base, head, out);
   read_ceiling_difference(base, head, out);
   shape_differences(base, head, out);
   return out;

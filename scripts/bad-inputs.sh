@@ -266,6 +266,12 @@ repro report unknown verdict	repro report-bad-verdict.json
 repro report number 1e400	repro report-number-overflow.json
 repro a shape file	repro "$root/fixtures/shapes/tiny.json"
 repro --device -1	repro "$root/tests/data/cases/with-shape-object.json" --device -1
+--engine missing file	run two-engine --engine nosuch.so
+--engine not a library	run two-engine --engine not-json.json
+--engine empty	run --engine ''
+--engine an executable	run two-engine --engine "$moebench"
+selftest --engine missing file	selftest --engine nosuch.so
+repro --engine missing file	repro "$root/tests/data/cases/with-shape-object.json" --engine nosuch.so
 LIST
 )
 

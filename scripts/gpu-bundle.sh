@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies what a GPU machine needs to check this build into one folder (default .gpu/, ignored
-# by git): moebench, the GPU test binaries and the scripts/gpu-*.sh runners. Fixtures stay in
-# the checkout (fixtures/), which the runners point the binaries at.
+# by git): moebench, the GPU test binaries, the engine adapters they load and the
+# scripts/gpu-*.sh runners. Fixtures stay in the checkout (fixtures/), which the runners point
+# the binaries at.
 #
 #   scripts/gpu-bundle.sh [BUILD_DIR] [DEST]     (defaults: build, .gpu)
 #
@@ -18,4 +19,7 @@ for src in "$root"/tests/gpu/test_*.cpp "$root"/tests/gpu/test_*.cu; do
   name=$(basename "${src%.*}")
   if [[ -x "$build/tests/$name" ]]; then cp "$build/tests/$name" "$dest/"; else echo "gpu-bundle.sh: $name not built" >&2; exit 2; fi
 done
+# The engine adapters the GPU test of the engine ABI loads (test_engine_abi_probe).
+cp "$build/adapters/libmoebench_engine_adapter.so" \
+   "$build/tests/adapters/libmoebench_test_adapter_stale_resident_cache.so" "$dest/"
 du -sh "$dest"

@@ -17,6 +17,15 @@ const CLI::Validator& whole_number() {
   return v;
 }
 
+const CLI::Validator& adapter_path() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        return s.empty() ? "'' is not valid: the path of an engine adapter's shared library" : std::string();
+      },
+      "PATH");
+  return v;
+}
+
 CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
                                const std::string& purpose) {
   return cmd

@@ -31,6 +31,10 @@ Command add_selftest_command(CLI::App& app, const std::vector<std::string>& argv
 // anything but digits, naming the value.
 const CLI::Validator& whole_number();
 
+// --engine of run, repro and selftest: a path, never empty (an empty one would silently mean
+// moebench's own engine).
+const CLI::Validator& adapter_path();
+
 // --metric of compare and noise: comma-separated names of reports/compare.hpp's metrics.
 CLI::Option* add_metric_option(CLI::App* cmd, std::vector<std::string>& metrics,
                                const std::string& purpose);

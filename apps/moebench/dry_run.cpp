@@ -102,6 +102,11 @@ std::string render_dry_run(const std::vector<const ProbeInfo*>& probes, const Ru
   if (!o.case_filter.empty())
     out << "--filter '" << report::escape_terminal(o.case_filter, report::kMaxLineChars)
         << "': only the cases whose key it matches\n";
+  if (o.adapter) {
+    out << "engine: " << o.adapter->label() << " (engine ABI " << o.adapter->abi_version() << ", "
+        << report::escape_terminal(o.adapter->path().string(), report::kMaxLineChars) << ")\n";
+    for (const std::string& left : o.left_out_for_adapter) out << "  not run through it: " << left << "\n";
+  }
   if (o.peer == Peer::cublas)
     out << "probe bandwidth: cuBLAS peer timed beside each case ("
         << (o.peer_required ? "required: exit 3 without libcublas" : "where libcublas loads")

@@ -24,6 +24,7 @@ struct ReproRequest {
   std::string output = "moebench-repro.json";
   std::string fixtures;
   int device = 0;
+  std::string engine;  // --engine: the adapter every run goes through
   bool dry_run = false;
   std::vector<std::string> argv;
 };
@@ -49,7 +50,8 @@ class TempDir {
 int repro(const ReproRequest& req) {
   if (req.output.empty()) throw UsageError("--output must name a file");
   const TempDir shape_dir;
-  ReproPlan plan = make_repro_plan(req.file, shape_dir.path(), req.fixtures, req.device);
+  ReproPlan plan = make_repro_plan(req.file, shape_dir.path(), req.fixtures, req.device, req.engine);
+  for (const std::string& w : plan.warnings) std::fprintf(stderr, "repro: warning: %s\n", w.c_str());
   for (const RunRequest& r : plan.runs) {  // every run checked before anything is printed
     std::vector<const ProbeInfo*> probes;
     resolve_run_options(r, probes);
@@ -133,6 +135,10 @@ Command add_repro_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_option("--device", r->device, "CUDA device index")->capture_default_str();
   cmd->add_option("--fixtures", r->fixtures, kFixturesHelp);
+  cmd->add_option("--engine", r->engine,
+                  "Rerun through this engine adapter (docs/engine-abi.md); a report that ran "
+                  "through one needs it")
+      ->check(adapter_path());
   cmd->add_flag("--dry-run", r->dry_run,
                 "Validate FILE and print what would run and the expected verdicts; run nothing");
   return {cmd, [r] { return repro(*r); }};

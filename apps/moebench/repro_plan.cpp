@@ -6,6 +6,7 @@
 
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
+#include "common/sha256.hpp"
 #include "engine/fault_injection.hpp"
 #include "engine/shape.hpp"
 #include "probes/probe.hpp"
@@ -234,6 +235,19 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
     for (const EngineSwitch& s : engine_switches())
       common.switches.push_back(std::string(s.name) + "=" + recorded.value(s.name));
   }
+  ReproPlan plan;
+  // A run through an adapter reruns through one: the same file, or the user is told it differs.
+  if (const json* adapter = o.get("engine_adapter", &json::is_object, "an object")) {
+    const std::string name = adapter->value("name", "?") + " " + adapter->value("version", "?");
+    const std::string sha = adapter->value("sha256", "");
+    if (base.engine.empty())
+      throw UsageError(origin + " ran through engine adapter " + name + " (sha256 " + sha +
+                       "): give --engine PATH of that adapter to rerun it");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(base.engine, ec) && sha256_of_file(base.engine) != sha)
+      plan.warnings.push_back("--engine '" + base.engine + "' is not the file the report ran through (" + name +
+                              ", sha256 " + sha + "): the verdicts may differ for that reason");
+  }
   std::string run_mutation;
   o.read("mutation", run_mutation);
   if (!run_mutation.empty())
@@ -244,7 +258,6 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
   // selftest records them) are rerun as one run per mutation, probes in recorded order.
   std::vector<std::string> mutation_order;
   std::map<std::string, std::vector<std::string>> probes_of;
-  ReproPlan plan;
   for (const report::CaseResult& c : rep.cases) {
     naming(origin + ": case " + c.key(), [&] { return &probe_by_name(c.probe); });
     const std::string mutation = c.mutation.value_or(run_mutation);
@@ -278,10 +291,11 @@ ReproPlan plan_from_report(const std::string& file, const std::filesystem::path&
 }  // namespace
 
 ReproPlan make_repro_plan(const std::string& file, const std::filesystem::path& shape_dir,
-                          const std::string& fixtures, int device) {
+                          const std::string& fixtures, int device, const std::string& engine) {
   const json j = read_json_file(file, "file");
   RunRequest base;
   base.fixtures = fixtures;
+  base.engine = engine;
   base.device = device;
   base.quiet = true;
   const std::string schema =

@@ -26,12 +26,15 @@ struct ReproPlan {
   std::vector<std::string> run_descriptions;  // `moebench run ...` equivalents, for people
   std::vector<ExpectedVerdict> expected;
   bool compare_overall = false;  // case file: the worst verdict of the run is compared
+  std::vector<std::string> warnings;  // one line each, for stderr (an adapter other than the recorded one)
 };
 
 // Shapes recorded as objects are written as shape files into `shape_dir` (which must exist and
 // outlive the runs) and passed by path, so the rerun uses the recorded dimensions, not whatever
-// the local library calls by that name.
+// the local library calls by that name. `engine` (--engine, may be empty) is the adapter every
+// run goes through; a report that ran through one is refused without it, and a different file
+// (by SHA-256) is a warning.
 ReproPlan make_repro_plan(const std::string& file, const std::filesystem::path& shape_dir,
-                          const std::string& fixtures, int device);
+                          const std::string& fixtures, int device, const std::string& engine = "");
 
 }  // namespace moe::cli

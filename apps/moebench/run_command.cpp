@@ -1,4 +1,6 @@
 // `moebench run`: validate, run the probes, write the report, print the table.
+#include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <optional>
 
@@ -38,6 +40,15 @@ report::Report execute_run(const RunRequest& request) {
   if (request.event_fd >= 0) {
     events.emplace(request.event_fd);
     stop_with_parent(request.event_fd);
+  }
+  if (options.adapter && !request.quiet) {
+    std::string through;
+    for (const ProbeInfo* p : probes) through += (through.empty() ? "" : ", ") + std::string(p->name);
+    std::string left;
+    for (const std::string& l : options.left_out_for_adapter) left += (left.empty() ? "" : "; ") + l;
+    std::fprintf(stderr, "engine: %s (engine ABI %s, sha256 %s) for %s%s\n", options.adapter->label().c_str(),
+                 options.adapter->abi_version().c_str(), options.adapter->sha256().c_str(), through.c_str(),
+                 left.empty() ? "" : ("; not run through it: " + left).c_str());
   }
   // A peer asked for by name must load: said now, in one line, before anything runs.
   if (options.peer_required) {
@@ -147,6 +158,11 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
   run.add_option("--format", r.format, "Standard output: table or json")->capture_default_str();
   run.add_option("--mutation", r.mutation,
                  "Inject a fault for the whole run (see `list mutations`)");
+  run.add_option("--engine", r.engine,
+                 "Build the probes' engines through this engine adapter, a shared library "
+                 "(docs/engine-abi.md); checked before anything runs. Named probes must each "
+                 "run through it; the default suite runs those that can")
+      ->check(adapter_path());
   run.add_option("--switch", r.switches,
                  "Set an engine switch, NAME=VALUE, over its environment variable; repeatable "
                  "(see `list switches`; every report records the switches in force)");

@@ -16,6 +16,7 @@
 #include "engine/ep/launch_env.hpp"
 #include "engine/shape_library.hpp"
 #include "kernels/moe/generate.hpp"
+#include "probes/adapter_requirements.hpp"
 #include "probes/probe.hpp"
 #include "probes/sweep_plan.hpp"
 #include "reports/metadata.hpp"
@@ -95,7 +96,8 @@ void resolve_peer(const RunRequest& r, const std::vector<const ProbeInfo*>& prob
   if (r.peer == "cublas" && !selected(probes, "bandwidth"))
     throw UsageError("--peer cublas applies to probe bandwidth, which this run does not include");
   const bool default_suite = r.probes.empty() || r.peer_optional;
-  o.peer = r.peer == "cublas" || (r.peer.empty() && default_suite) ? Peer::cublas : Peer::none;
+  o.peer = r.peer == "cublas" || (r.peer.empty() && default_suite && selected(probes, "bandwidth")) ? Peer::cublas
+                                                                                                  : Peer::none;
   o.peer_required = r.peer == "cublas";
 }
 
@@ -157,6 +159,14 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   }
   refuse_list_duplicates(r);
   RunOptions o;
+  // The adapter is loaded and checked first: every other check may depend on what it takes.
+  if (!r.engine.empty()) {
+    o.adapter = std::make_shared<const external::AdapterLibrary>(r.engine);
+    o.left_out_for_adapter = select_probes_for_adapter(probes, !r.probes.empty(), *o.adapter);
+    if (!r.mutation.empty())
+      throw UsageError("--mutation " + r.mutation + " restores a bug in moebench's own engine; through --engine it "
+                       "would change nothing");
+  }
   o.fixtures_dir = find_fixtures(r.fixtures).dir;  // empty: none found, the built-in shapes
   std::error_code ec;
   if (!r.shapes.empty()) {
@@ -254,6 +264,7 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   // A bad expression, or one that selects nothing, is refused before anything runs.
   o.case_filter = r.filter;
   if (!o.case_filter.empty()) plan_sweeps(probes, o);
+  if (o.adapter) check_adapter_takes_cases(probes, o);
   return o;
 }
 
@@ -304,6 +315,7 @@ nlohmann::json options_json(const RunOptions& o) {
   // Only when given: reports of unfiltered runs keep the options they always had.
   if (!o.case_filter.empty()) j["filter"] = o.case_filter;
   if (!o.exchanges.empty()) j["exchanges"] = o.exchanges;
+  if (o.adapter) j["engine_adapter"] = o.adapter->to_json();  // absent: moebench's own engine
   return j;
 }
 
@@ -371,6 +383,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   if (r.device) a.insert(a.end(), {"--device", num(*r.device)});
   if (!r.devices.empty()) a.insert(a.end(), {"--devices", r.devices});
   if (!r.mutation.empty()) a.insert(a.end(), {"--mutation", r.mutation});
+  if (!r.engine.empty()) a.insert(a.end(), {"--engine", r.engine});
   for (const std::string& s : r.switches) a.insert(a.end(), {"--switch", s});
   if (!r.fixtures.empty()) a.insert(a.end(), {"--fixtures", r.fixtures});
   if (r.telemetry != "all") a.insert(a.end(), {"--telemetry", r.telemetry});

@@ -24,6 +24,7 @@ struct RunRequest {
   std::string output = "moebench-report.json";
   std::string format = "table";  // stdout: table or json
   std::string mutation;
+  std::string engine;  // --engine: an engine adapter's shared library (empty: moebench's engine)
   std::vector<std::string> switches;  // --switch NAME=VALUE, over the environment's
   std::size_t min_samples = 10;
   double max_noise_pct = 0.5;

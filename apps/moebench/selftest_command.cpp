@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "apps/moebench/child_process.hpp"
@@ -20,6 +21,8 @@
 #include "common/errors.hpp"
 #include "engine/device.hpp"
 #include "engine/fault_injection.hpp"
+#include "engine/external/adapter_library.hpp"
+#include "probes/adapter_requirements.hpp"
 #include "probes/catch_plan.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
@@ -35,6 +38,7 @@ struct SelftestRequest {
   std::string output = "moebench-selftest.json";
   int device = 0;
   std::string fixtures;
+  std::string engine;  // --engine: the clean rows of the probes that run through this adapter
   std::vector<std::string> argv;
 };
 
@@ -89,7 +93,9 @@ struct Row {
   std::string allocator = "caching";
 };
 
-std::vector<Row> matrix() {
+// Through an adapter (--engine) the matrix is its clean rows: the mutations restore bugs in
+// moebench's own engine, which the adapter's engine does not run.
+std::vector<Row> matrix(const external::AdapterLibrary* adapter) {
   std::vector<std::string> probes = clean_only_probes();
   // A probe not built here (the expert-parallel ones without NCCL) or needing more GPUs than
   // the machine has gets no rows.
@@ -104,6 +110,8 @@ std::vector<Row> matrix() {
       for (const report::CatchTarget& t : catch_targets(m))
         if (runnable(t.probe) && std::find(probes.begin(), probes.end(), t.probe) == probes.end())
           probes.push_back(t.probe);
+  if (adapter)
+    std::erase_if(probes, [&](const std::string& p) { return !adapter_refusal(probe_by_name(p), *adapter).empty(); });
   std::vector<Row> rows;
   for (const std::string& probe : probes) {
     // two-engine's catch must not rest on the allocator's layout: both modes.
@@ -112,6 +120,7 @@ std::vector<Row> matrix() {
                               : std::vector<std::string>{"caching"};
     for (const std::string& allocator : allocators) {
       rows.push_back({probe, nullptr, {}, allocator});
+      if (adapter) continue;
       for (const MutationInfo& m : all_mutations()) {
         if (!m.historic_bug) continue;
         for (const report::CatchTarget& t : catch_targets(m))
@@ -130,6 +139,9 @@ int selftest(const SelftestRequest& req) {
   if (req.reps < 1 || req.reps > 1000)
     throw UsageError("--reps " + std::to_string(req.reps) + " is out of range: 1..1000");
   if (req.device < 0) throw UsageError("--device " + std::to_string(req.device) + " must be >= 0");
+  // The adapter is checked before the device, as `run` checks it.
+  std::unique_ptr<const external::AdapterLibrary> adapter;
+  if (!req.engine.empty()) adapter = std::make_unique<const external::AdapterLibrary>(req.engine);
   std::string why;
   if (Device::count(&why) == 0) throw EnvironmentError("no usable CUDA GPU (" + why + ")");
 
@@ -141,13 +153,14 @@ int selftest(const SelftestRequest& req) {
   out.invocation = {{"argv", req.argv}, {"command", "selftest"}};
   out.environment = report::capture_environment(req.device);
   out.options = {{"reps", req.reps}, {"device", req.device}};
+  if (adapter) out.options["engine_adapter"] = adapter->to_json();
   const report::ReportWriter writer(req.output);
   nlohmann::json rows = nlohmann::json::array();
   std::vector<std::vector<std::string>> table{
       {"probe", "mutation", "allocator", "caught", "clean pass", "evidence", "collateral", "errors"}};
   bool all_good = true;
 
-  for (const Row& row : matrix()) {
+  for (const Row& row : matrix(adapter.get())) {
     const bool clean = row.mutation == nullptr;
     const std::string mutation = clean ? "" : std::string(row.mutation->name);
     const std::string tag = row.probe + (clean ? "" : "-" + mutation) + "-" + row.allocator;
@@ -159,6 +172,7 @@ int selftest(const SelftestRequest& req) {
                                   "--allocator", row.allocator, "--in-process"};
     if (!req.fixtures.empty()) args.insert(args.end(), {"--fixtures", req.fixtures});
     if (!clean) args.insert(args.end(), {"--mutation", mutation});
+    if (adapter) args.insert(args.end(), {"--engine", req.engine});
     for (const std::string& o : quick_options(row.probe)) args.push_back(o);
     std::fprintf(stderr, "selftest: %s x %d ...\n", tag.c_str(), req.reps);
     const int code = run_self(args, (dir / (tag + ".log")).string());
@@ -236,6 +250,10 @@ Command add_selftest_command(CLI::App& app, const std::vector<std::string>& argv
   cmd->add_option("-o,--output", req->output, "Report file (JSON)")->capture_default_str();
   cmd->add_option("--device", req->device, "CUDA device index")->capture_default_str();
   cmd->add_option("--fixtures", req->fixtures, kFixturesHelp);
+  cmd->add_option("--engine", req->engine,
+                  "Run the clean rows of the probes that run through this engine adapter "
+                  "(docs/engine-abi.md); no mutation rows, which are moebench's own engine's")
+      ->check(adapter_path());
   return {cmd, [req] { return selftest(*req); }};
 }
 

@@ -57,7 +57,11 @@ extern const SweepDeclaration two_engine_sweep;
 const SweepDeclaration two_engine_sweep{
     .cases = {"sequence"}, .shapes = {"tiny"}, .ms = {4}, .formats = kBf16Only};
 
+// Through an engine adapter (--engine): two_engine_through_adapter.cpp.
+void run_two_engine_through_adapter(ProbeState& state);
+
 void run_two_engine_probe(ProbeState& state) {
+  if (state.options().adapter) return run_two_engine_through_adapter(state);
   for (const SweepPoint& point : state.points()) {
     const Shape& shape = *point.shape;
     const kernels::WeightFormat format = *point.format;
