@@ -102,10 +102,10 @@ struct ProbeInfo {
   int min_gpus = 1;        // the expert-parallel probes need two; selftest skips them on fewer
   // Non-empty: why this build cannot run it (built without NCCL); selftest skips it.
   std::string_view not_built{};
+  ExternalEngineUse external{};
   // False: it runs on the host alone; a run of such probes alone opens no device and needs no
   // GPU (the test-only probes below).
   bool needs_device = true;
-  ExternalEngineUse external{};
 };
 
 // Every probe moebench has, in the order the default suite runs them.

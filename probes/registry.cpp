@@ -52,6 +52,7 @@ constexpr std::string_view kEpUnavailable{MOEBENCH_NCCL_MISSING_REASON};
 constexpr ExternalEngineUse kMeasuresDevice{.why_not = "it measures the device, not an engine"};
 constexpr ExternalEngineUse kMeasuresOwnKernels{.why_not = "it measures moebench's own kernels by name"};
 constexpr ExternalEngineUse kMeasuresTimingLoop{.why_not = "it checks moebench's own timing loop, not an engine"};
+constexpr ExternalEngineUse kTestOnly{.why_not = "it is a test of the runner and runs no engine"};
 constexpr ExternalEngineUse kNoExpertParallelism{
     .why_not = "expert parallelism is not part of the engine ABI"};
 constexpr std::array kProbes{
@@ -141,7 +142,7 @@ constexpr std::array kTestProbes{
     ProbeInfo{"test-ticks",
               "test-only: a case every 20 ms on the host, no GPU, nothing measured; for the "
               "runner's tests (interrupting a real run)",
-              &run_test_ticks_probe, &test_ticks_sweep, false, false, 1, {}, false},
+              &run_test_ticks_probe, &test_ticks_sweep, false, false, 1, {}, kTestOnly, false},
 };
 }  // namespace
 
