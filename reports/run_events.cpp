@@ -20,11 +20,16 @@ RunEventWriter::RunEventWriter(int fd) : fd_(fd) {
 }
 
 void RunEventWriter::send(const json& event) const {
+  if (reader_gone_) return;
   const std::string line = event.dump() + "\n";  // dump() escapes newlines inside strings
   std::size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) {
+      reader_gone_ = true;
+      return;
+    }
     if (n < 0)
       throw Error(ExitCode::probe_error,
                   std::string("cannot send a case to the parent run: ") + std::strerror(errno));

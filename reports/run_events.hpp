@@ -19,7 +19,9 @@
 namespace moe::report {
 
 // The child's end: writes each event as one line to `fd` (inherited from the parent; closed on
-// exec from here on, so the child's own children do not hold the pipe open).
+// exec from here on, so the child's own children do not hold the pipe open). Once the pipe has
+// no reader (the parent died; EPIPE, with SIGPIPE ignored) events are dropped: the child is
+// being stopped (child_process.hpp, stop_with_parent) and keeps its own report.
 class RunEventWriter {
  public:
   explicit RunEventWriter(int fd);
@@ -30,6 +32,7 @@ class RunEventWriter {
  private:
   void send(const nlohmann::json& event) const;
   int fd_;
+  mutable bool reader_gone_ = false;
 };
 
 // The parent's end: cuts the bytes read from the pipe into whole lines. A last line without its

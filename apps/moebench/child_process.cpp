@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -196,6 +197,9 @@ ChildEnd run_self_streaming(const std::vector<std::string>& args, const std::str
 }
 
 void stop_with_parent(int events_fd) {
+  // A case finished as the parent dies must not end this process by SIGPIPE before the
+  // kernel's SIGTERM has it write its report: the write fails instead (RunEventWriter).
+  ::signal(SIGPIPE, SIG_IGN);
   if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return;  // best effort: Linux only
   pollfd p{events_fd, 0, 0};  // POLLERR on a pipe's write end: its read end is closed
   if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) ::raise(SIGTERM);

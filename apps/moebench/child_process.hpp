@@ -43,9 +43,9 @@ ChildEnd run_self_streaming(const std::vector<std::string>& args, const std::str
 
 // In a probe's child: asks the kernel to send this process SIGTERM when the run that started it
 // dies (SIGKILL, a crash), so a child is never left measuring for nobody; it then writes its own
-// report and exits as on any stop signal. `events_fd` is the pipe to the parent: when its read
-// end is already closed, the parent died before the request took effect, and SIGTERM is raised
-// now.
+// report and exits as on any stop signal (SIGPIPE is ignored, so a write to the dead parent's
+// pipe cannot end it first). `events_fd` is the pipe to the parent: when its read end is
+// already closed, the parent died before the request took effect, and SIGTERM is raised now.
 void stop_with_parent(int events_fd);
 
 }  // namespace moe::cli

@@ -34,9 +34,9 @@ void ExitOnStopSignal::wait_and_exit(const StopSignals& signals, LiveReport& rep
     if (const int signal = signals.received()) {
       int code = exit_code_for_signal(signal);
       try {
-        report.record_interruption(signal);
+        const std::size_t cases = report.record_interruption(signal, /*final=*/true);
         std::fprintf(stderr, "moebench: %s: stopped; the partial report (%zu cases) is in %s\n",
-                     signal_name(signal).c_str(), report.case_count(), report.path().c_str());
+                     signal_name(signal).c_str(), cases, report.path().c_str());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "moebench: %s: stopped, and the report could not be written: %s\n",
                      signal_name(signal).c_str(), e.what());

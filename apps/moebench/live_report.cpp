@@ -19,10 +19,14 @@ LiveReport::LiveReport(report::Report& report, const report::ReportWriter& write
                        const report::RunEventWriter* events)
     : report_(report), writer_(writer), events_(events) {}
 
-void LiveReport::write_locked() const { writer_.write(report_); }
+void LiveReport::write_locked() {
+  if (stop_signal_) set_interruption_locked();
+  writer_.write(report_);
+}
 
 void LiveReport::add_case(report::CaseResult c) {
   const std::lock_guard lock(mutex_);
+  if (final_) return;
   report_.cases.push_back(std::move(c));
   write_locked();  // nothing measured is lost if a later case dies
   if (events_) events_->send_case(report_.cases.back());
@@ -30,6 +34,7 @@ void LiveReport::add_case(report::CaseResult c) {
 
 void LiveReport::set_environment(const std::string& key, nlohmann::json value) {
   const std::lock_guard lock(mutex_);
+  if (final_) return;
   report_.environment[key] = value;
   write_locked();
   if (events_) events_->send_environment(key, value);
@@ -37,6 +42,7 @@ void LiveReport::set_environment(const std::string& key, nlohmann::json value) {
 
 void LiveReport::update(const std::function<void(report::Report&)>& change) {
   const std::lock_guard lock(mutex_);
+  if (final_) return;
   change(report_);
   write_locked();
 }
@@ -57,27 +63,35 @@ void LiveReport::set_planned_cases(std::size_t planned) {
   planned_cases_ = planned;
 }
 
-void LiveReport::record_interruption(int signal) {
-  const std::lock_guard lock(mutex_);
+void LiveReport::set_interruption_locked() {
   nlohmann::json& inv = report_.invocation;
   inv["complete"] = false;
   inv["interrupted"] = true;
-  nlohmann::json where = {
-      {"signal", signal_name(signal)},
-      {"signal_number", signal},
-      {"exit_code", exit_code_for_signal(signal)},
-      {"at", inv.contains("interruption") ? inv["interruption"].value("at", now_iso8601())
-                                          : now_iso8601()},
+  const std::string at = inv.contains("interruption") ? inv["interruption"].value("at", now_iso8601())
+                                                      : now_iso8601();
+  inv["interruption"] = {
+      {"signal", signal_name(stop_signal_)},
+      {"signal_number", stop_signal_},
+      {"exit_code", exit_code_for_signal(stop_signal_)},
+      {"at", at},
       {"probe", probe_.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe_)},
       {"probe_cases", probe_.empty() ? 0 : report_.cases.size() - probe_first_case_},
       {"cases", report_.cases.size()},
       {"planned_cases", planned_cases_}};
-  inv["interruption"] = std::move(where);
+}
+
+std::size_t LiveReport::record_interruption(int signal, bool final) {
+  const std::lock_guard lock(mutex_);
+  if (final_) return report_.cases.size();
+  stop_signal_ = signal;
   write_locked();
+  final_ = final;
+  return report_.cases.size();
 }
 
 void LiveReport::record_complete() {
   const std::lock_guard lock(mutex_);
+  if (final_) return;
   report_.invocation["finished_at"] = now_iso8601();
   report_.invocation["complete"] = true;
   write_locked();

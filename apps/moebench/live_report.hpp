@@ -31,9 +31,11 @@ class LiveReport {
   void set_planned_cases(std::size_t planned);
 
   // invocation.interrupted and invocation.interruption (reports/SCHEMA.md): which signal, when,
-  // in which probe and after how many cases; then the file written. Called again (the parent
-  // run, once its child has ended), it updates the counts.
-  void record_interruption(int signal);
+  // in which probe and after how many cases; then the file written. From here every write
+  // keeps the counts true (the parent run still adds the cases its child sends before it ends).
+  // `final`: the process is about to end, and the report takes no further change, so the file
+  // stays as recorded. Returns the cases in the report.
+  std::size_t record_interruption(int signal, bool final = false);
   // invocation.complete and finished_at, written, and the parent told the run reached its end.
   void record_complete();
 
@@ -41,7 +43,8 @@ class LiveReport {
   const std::string& path() const { return writer_.path(); }
 
  private:
-  void write_locked() const;
+  void write_locked();
+  void set_interruption_locked();
 
   mutable std::mutex mutex_;
   report::Report& report_;
@@ -50,6 +53,8 @@ class LiveReport {
   std::string probe_;                 // empty between probes
   std::size_t probe_first_case_ = 0;  // cases before the running probe's first
   std::size_t planned_cases_ = 0;
+  int stop_signal_ = 0;  // the signal recorded by record_interruption; 0: none
+  bool final_ = false;   // record_interruption(final): no change is made any more
 };
 
 // UTC now as ISO 8601 ("2026-12-02T18:01:15Z"), as the report's times are written.
