@@ -11,7 +11,7 @@ enum class ExitCode : int {
   probe_error = 4,    // a probe raised an error
   // A run ended by a signal, 128 + its number as shells report it; the partial report was
   // written (apps/moebench/stop_signals.hpp).
-  hangup = 129,       // SIGHUP: the terminal or session went away
+  hangup = 129,       // SIGHUP: the controlling terminal closed
   interrupted = 130,  // SIGINT: Ctrl-C
   terminated = 143,   // SIGTERM: timeout, CI cancellation, Slurm, container runtimes
 };

@@ -6,7 +6,7 @@
 namespace moe::cli {
 
 // The signals that end a run: SIGINT (Ctrl-C), SIGTERM (timeout, CI cancellation, Slurm,
-// container runtimes) and SIGHUP (the terminal or session went away). While an instance lives,
+// container runtimes) and SIGHUP (the controlling terminal closed). While an instance lives,
 // each is recorded instead of ending the process, so the run can write its report, say where it
 // stopped and exit with 128 + the signal. The first signal received is the one the run reports.
 // One instance at a time; the destructor puts the previous handlers back.
