@@ -85,8 +85,8 @@ void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaSt
                                        "this device is sm_" + std::to_string(current_device_sm()));
   const MoeDims& d = a.dims;
   const bool int4 = d.format == WeightFormat::int4;
-  if (int4 && a.experts.int4_layout != Int4Layout::mma_fragments)
-    throw Error(ExitCode::probe_error, "gemm=stream reads int4 weights in the mma-fragments layout, not " +
+  if (int4 && a.experts.int4_layout != Int4Layout::stream_tiles)
+    throw Error(ExitCode::probe_error, "gemm=stream reads int4 weights in the stream-tiles layout, not " +
                                            std::string(to_string(a.experts.int4_layout)));
   Params p{};
   void* s = a.scratch;

@@ -22,6 +22,10 @@
 //     int4_mma_fragments.hpp (nibble pairs (j, j + 4) of word s / 2), so each register is one
 //     mask-and-or of a word (128 + nibble as bf16, 0x4300 | nibble) and one bf16x2 subtraction
 //     of 136, about 1.5 instructions a code, done once for every token chunk of the pass.
+//   int4, stream tiles (int4_stream_layout.hpp, codes interleaved in each word): step s takes
+//     logical k 2c + 8r + e <-> global 32c + 4s + 2r + e, so register r of B is word 2s + r of
+//     the lane's 32 activations as loaded, and register r of A is pair pair_of(s, r) of code
+//     word s / 2, as above.
 #include <cstdint>
 
 #include "kernels/moe/bf16.hpp"
@@ -43,6 +47,7 @@ MOE_HD int c_col(int lane, int i) { return 2 * (lane % 4) + (i & 1); }
 MOE_HD int bf16_block_k(int c, int s, int r, int e) { return 8 * c + 4 * s + 2 * r + e; }
 // int4: global k within the 128-k group of logical element (r, e) of step s for quad c.
 MOE_HD int int4_group_k(int c, int s, int r, int e) { return 32 * c + int4_mma::k_of(s, 2 * r + e); }
+MOE_HD int int4_stream_group_k(int c, int s, int r, int e) { return 32 * c + 4 * s + 2 * r + e; }
 
 // The first k of what lane quad c loads (8 elements of a row or of a token): bf16, in 32-k
 // block `block`; int4 activations, word w (0..3) of its 32 k in 128-k group g.
@@ -90,5 +95,20 @@ MOE_HD AFragment int4_a(const std::uint32_t (&row_n)[4], const std::uint32_t (&r
 MOE_HD BFragment int4_b(const std::uint32_t (&x)[4], int s) {
   return {{int4_mma::activation_pair(x, int4_mma::pair_of(s, 0)), int4_mma::activation_pair(x, int4_mma::pair_of(s, 1))}};
 }
+
+// ---- int4 in the stream tiles ----
+// B of step s from the lane's 8 activations at k 32c + 8 (s / 2) .. + 7: two of its words.
+MOE_HD BFragment int4_stream_b(const std::uint32_t (&x)[4], int s) { return {{x[2 * (s % 2)], x[2 * (s % 2) + 1]}}; }
+// A of step s with the codes left biased, 128 + nibble = q + 136 (one AND/OR a register), and
+// the A that takes the bias back out: an mma of minus_136() on the same B adds -136 times the
+// activations to every row, exactly what the biased codes added too much. Two mma a step
+// instead of four bf16x2 subtractions a step, a saving only while one chunk of tokens shares them.
+MOE_HD AFragment int4_a_biased(const std::uint32_t (&row_n)[4], const std::uint32_t (&row_n8)[4], int s) {
+  const int w = s / 2, j0 = int4_mma::pair_of(s, 0), j1 = int4_mma::pair_of(s, 1);
+  return {{int4_mma::weight_pair_biased(row_n[w], j0), int4_mma::weight_pair_biased(row_n8[w], j0),
+           int4_mma::weight_pair_biased(row_n[w], j1), int4_mma::weight_pair_biased(row_n8[w], j1)}};
+}
+constexpr std::uint32_t kMinus136Pair = 0xC308C308u;  // bf16 -136.0 in both halves
+MOE_HD AFragment minus_136() { return {{kMinus136Pair, kMinus136Pair, kMinus136Pair, kMinus136Pair}}; }
 
 }  // namespace moe::kernels::expert_mma

@@ -90,12 +90,14 @@ constexpr int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
   return int4_decode == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
 }
 
-// The int4 layout a layer's weights are generated in: the mma fragment layout only when the
-// mma or stream family is asked for by name (the stream family reads only it: a stage's codes
-// are then one copy); otherwise the row layout, which every kernel but the stream family reads.
-// Reading the fragment layout by row cost the decode kernels 3-14% a step.
+// The int4 layout a layer's weights are generated in: the mma fragment layout when the mma
+// family is asked for by name, the stream tiles when the stream family is (it reads only them:
+// a stage's codes are then one copy, their words fit the activations as loaded); otherwise the
+// row layout, which every other kernel reads. Reading the fragment layout by row cost the
+// decode kernels 3-14% a step.
 constexpr Int4Layout int4_layout(const ForwardOptions& o) {
-  return o.gemm == GemmFamily::mma || o.gemm == GemmFamily::stream ? Int4Layout::mma_fragments : Int4Layout::rows;
+  if (o.gemm == GemmFamily::stream) return Int4Layout::stream_tiles;
+  return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
 }
 
 // The bf16 layout: the stream family's stage tiles when it is asked for by name (it reads

@@ -7,6 +7,7 @@
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/int4_stream_layout.hpp"
 
 namespace moe::kernels {
 
@@ -75,16 +76,20 @@ __global__ void generate_scales_kernel(std::uint16_t* scales, std::size_t rows, 
     scales[i] = generated_scale(key, i / groups, k_len, static_cast<int>(i % groups), base);
 }
 
-// The mma fragment layout (int4_mma_layout.hpp): the same codes and scales, each word and
-// scale placed by the layout's inverse maps. paired: gate_up's first up row (I), 0 for down.
+// The mma fragment layout (int4_mma_layout.hpp) and the stream tiles (int4_stream_layout.hpp,
+// interleave): the same codes and scales, each word and scale placed by the layout's inverse
+// maps. paired: gate_up's first up row (I), 0 for down.
 __global__ void generate_int4_mma_kernel(std::uint32_t* packed, std::size_t words, int k_len, int paired,
-                                         std::uint64_t key) {
+                                         std::uint64_t key, bool interleave) {
   const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
   for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < words; i += stride) {
     const int4_mma_layout::WordSource src = int4_mma_layout::word_source(k_len, i, paired);
     std::uint32_t w = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w |= int4_nibble(generated_q4(key, src.row, k_len, src.k0 + j)) << (4 * j);
+    for (int j = 0; j < 8; ++j) {
+      const int nibble = interleave ? int4_stream_layout::nibble_of(j) : j;
+      w |= int4_nibble(generated_q4(key, src.row, k_len, src.k0 + j)) << (4 * nibble);
+    }
     packed[i] = w;
   }
 }
@@ -163,13 +168,14 @@ void generate_expert_tensor(const MoeDims& d, TensorKind kind, std::uint64_t see
     throw Error(ExitCode::probe_error, "generate_expert_tensor: int4 tensors need a scale buffer");
   const std::size_t words = s.rows * (s.k / 8);
   const std::uint64_t skey = stream_key(seed, scale_kind_of(kind), static_cast<std::uint32_t>(expert));
-  if (layout == Int4Layout::mma_fragments) {
+  if (layout == Int4Layout::mma_fragments || layout == Int4Layout::stream_tiles) {
     if (s.rows % int4_mma_layout::kTileRows != 0)
-      throw Error(ExitCode::probe_error, "generate_expert_tensor: the int4 mma layout needs rows (" +
+      throw Error(ExitCode::probe_error, "generate_expert_tensor: the int4 " + std::string(to_string(layout)) + " layout needs rows (" +
                                              std::to_string(s.rows) + ") a multiple of 16");
     const int paired = kind == TensorKind::gate_up ? d.inter : 0;
     generate_int4_mma_kernel<<<gen_blocks(words), kGenThreads, 0, stream>>>(static_cast<std::uint32_t*>(weights),
-                                                                            words, s.k, paired, key);
+                                                                            words, s.k, paired, key,
+                                                                            layout == Int4Layout::stream_tiles);
     MOE_CHECK_LAUNCH("generate_int4_mma_kernel");
     const std::size_t n = s.rows * int4_groups(s.k);
     generate_scales_mma_kernel<<<gen_blocks(n), kGenThreads, 0, stream>>>(static_cast<std::uint16_t*>(scales), n,

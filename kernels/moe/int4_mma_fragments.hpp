@@ -29,7 +29,15 @@ namespace moe::kernels::int4_mma {
 // 0x4300 is 128.0 and a 7-bit mantissa holds the nibble), low half nibble j. Subtracting 136
 // (bf16 0x4308) gives the codes q = nibble - 8 exactly.
 MOE_HD std::uint32_t weight_pair_biased(std::uint32_t word, int j) {
-  return ((word >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
+  const std::uint32_t shifted = word >> (4 * j);
+#if defined(__CUDA_ARCH__)
+  // One LOP3, (a & b) | c: written in C the compiler emits an AND and an OR.
+  std::uint32_t out;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(out) : "r"(shifted), "n"(0x000F000Fu), "n"(0x43004300u));
+  return out;
+#else
+  return (shifted & 0x000F000Fu) | 0x43004300u;
+#endif
 }
 constexpr std::uint32_t kBias136Pair = 0x43084308u;  // bf16 136.0 in both halves
 

@@ -28,7 +28,12 @@ std::string_view to_string(TopKMethod t) {
 }
 
 std::string_view to_string(Int4Layout l) {
-  return l == Int4Layout::mma_fragments ? "mma-fragments" : "rows";
+  switch (l) {
+    case Int4Layout::rows: return "rows";
+    case Int4Layout::mma_fragments: return "mma-fragments";
+    case Int4Layout::stream_tiles: return "stream-tiles";
+  }
+  return "?";
 }
 
 std::string_view to_string(Bf16Layout l) { return l == Bf16Layout::stream_tiles ? "stream-tiles" : "rows"; }

@@ -10,8 +10,10 @@ namespace moe::kernels {
 
 enum class WeightFormat { bf16, int4 };
 // Where an int4 tensor's codes and scales sit: rows (int4_format.hpp, what every kernel but
-// the mma family reads) or the mma fragment layout (int4_mma_layout.hpp, the mma family's).
-enum class Int4Layout { rows, mma_fragments };
+// the mma and stream families reads), the mma fragment layout (int4_mma_layout.hpp, the mma
+// family's) or the stream family's tiles (int4_stream_layout.hpp: the fragment layout with
+// each word's codes interleaved).
+enum class Int4Layout { rows, mma_fragments, stream_tiles };
 // Where a bf16 tensor's values sit: rows ([rows, K] row major, what every kernel but the stream
 // family reads) or the stream family's stage tiles (bf16_stream_layout.hpp).
 enum class Bf16Layout { rows, stream_tiles };

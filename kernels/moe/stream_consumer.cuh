@@ -2,9 +2,10 @@
 // A consumer warp of the streaming expert GEMM. It owns the unit-passes the producer deals it
 // (stream_plan.hpp) and reads only its own ring. For every stage: wait for the slot, issue the
 // stage's activation loads (x is read by every tile of the layer, h by every tile of down:
-// L1/L2), copy the stage to registers (int4: a group ahead), release the slot, multiply on mma.m16n8k16
-// with the weights as the 16-row A operand and each chunk of 8 tokens as B (the fragments and
-// k maps of expert_mma_fragments.hpp). The sums stay in the warp's registers over the
+// L1/L2), copy the stage to registers (int4: a group ahead), release the slot, multiply on
+// mma.m16n8k16 with the weights as the 16-row A operand and each chunk of 8 tokens as B (the
+// fragments and k maps of expert_mma_fragments.hpp; int4 in the stream tiles, whose codes
+// pair with the activations as loaded). The sums stay in the warp's registers over the
 // unit-pass's segments, in segment order, and the warp stores them itself: gate_up
 // h = silu(gate) * up (bf16), down y (fp32). No warp waits for another.
 #include <cuda_bf16.h>
@@ -24,7 +25,12 @@ struct Consumer {
   const Segments seg;
   const int warp, lane, n, c;
   float acc[kChunks][4];
-  const uint4* x_row[kChunks];  // the lane's token of each chunk, null past the pass's tokens
+  // The lane's token row of each chunk; past the pass's tokens, its first token's row: the
+  // mma's columns are independent and those columns are never stored, so no load needs a test.
+  const uint4* x_row[kChunks];
+  // -136 in the four A registers of the biased int4 math, set once: as a constant the compiler
+  // re-materialises it (four moves) before every mma that takes it.
+  expert_mma::AFragment minus_136;
 
   __device__ Consumer(const Params& params, Smem& s)
       : p(params),
@@ -33,7 +39,10 @@ struct Consumer {
         warp(threadIdx.x >> 5),
         lane(threadIdx.x & 31),
         n(lane >> 2),
-        c(lane & 3) {}
+        c(lane & 3) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) asm volatile("mov.b32 %0, %1;" : "=r"(minus_136.r[r]) : "n"(expert_mma::kMinus136Pair));
+  }
 
   // The activation row of a pass's token `tok` (its position in the entry: t0 + tok).
   __device__ int input_row(const Header& h, int tok) const {
@@ -47,10 +56,8 @@ struct Consumer {
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
       acc[ch][0] = acc[ch][1] = acc[ch][2] = acc[ch][3] = 0.f;
-      const int tok = ch * 8 + n;
-      x_row[ch] = tok < h.tn
-                      ? reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row(h, tok)) * p.k_len)
-                      : nullptr;
+      const int tok = ch * 8 + n < h.tn ? ch * 8 + n : 0;
+      x_row[ch] = reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row(h, tok)) * p.k_len);
     }
   }
 
@@ -58,13 +65,9 @@ struct Consumer {
     return sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
   }
 
-  // 8 activations of the lane's token of chunk ch at k (zero past the pass's tokens).
+  // 8 activations of the lane's token of chunk ch at k (a multiple of 8).
   __device__ void load_x(std::uint32_t (&x)[4], int ch, int k) const {
-    if (x_row[ch]) {
-      copy_words(x, detail::load_activation<kGateUp>(x_row[ch] + k / 8));
-    } else {
-      x[0] = x[1] = x[2] = x[3] = 0u;
-    }
+    copy_words(x, detail::load_activation<kGateUp>(x_row[ch] + (static_cast<unsigned>(k) >> 3)));
   }
 
   // One bf16 stage: up to 8 blocks of 32 k, rows n and n + 8 of each.
@@ -75,7 +78,7 @@ struct Consumer {
     for (int b = 0; b < kBf16SegmentBlocks; ++b)
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch)
-        if (b < blocks) load_x(x[b][ch], ch, seg.first(s) + expert_mma::bf16_lane_k(b, c));
+        if (b < blocks && ch * 8 < h.tn) load_x(x[b][ch], ch, seg.first(s) + expert_mma::bf16_lane_k(b, c));
     const unsigned char* bytes = slot_at(slot);
     std::uint32_t rn[kBf16SegmentBlocks][4], rn8[kBf16SegmentBlocks][4];
 #pragma unroll
@@ -98,25 +101,33 @@ struct Consumer {
   }
 
   // What the lane multiplies for group j of segment s: its two vectors of codes and its scale
-  // pair from the slot, its activations of every chunk (zero where it has none).
+  // pair from the slot, its activations of the live chunks.
   struct Group {
     std::uint32_t vn[4], vn8[4], scales;
     std::uint32_t x[kChunks][4][4];
   };
-  __device__ void load_group(Group& gr, const unsigned char* bytes, int s, int j) const {
+  // kWhole: every group of the stage is 128 k, so every lane has codes and the offsets are
+  // constants. Otherwise a lane past a partial group's codes takes zero activations, which
+  // zero whatever its (zeroed) codes make of them. kBiased: chunk 0 alone is live. A chunk
+  // past the live ones is not loaded (nor multiplied).
+  template <bool kWhole, bool kBiased>
+  __device__ void load_group(Group& gr, const unsigned char* bytes, int s, int j, int live) const {
     const int g = seg.first(s) + j;
-    const bool has = c < int4_mma_layout::group_quads(p.k_len, g);
+    const bool has = kWhole || c < int4_mma_layout::group_quads(p.k_len, g);
 #pragma unroll
-    for (int ch = 0; ch < kChunks; ++ch)
+    for (int ch = 0; ch < (kBiased ? 1 : kChunks); ++ch)
+      if (ch == 0 || ch < live)
 #pragma unroll
-      for (int w = 0; w < 4; ++w)
-        if (has)
-          load_x(gr.x[ch][w], ch, expert_mma::int4_lane_x_k(g, c, w));
-        else
-          gr.x[ch][w][0] = gr.x[ch][w][1] = gr.x[ch][w][2] = gr.x[ch][w][3] = 0u;
+        for (int w = 0; w < 4; ++w)
+          if (has)
+            load_x(gr.x[ch][w], ch, expert_mma::int4_lane_x_k(g, c, w));
+          else
+            gr.x[ch][w][0] = gr.x[ch][w][1] = gr.x[ch][w][2] = gr.x[ch][w][3] = 0u;
     if (has) {
-      copy_words(gr.vn, *reinterpret_cast<const uint4*>(bytes + int4_slot_offset(seg, s, j, 0, n, c)));
-      copy_words(gr.vn8, *reinterpret_cast<const uint4*>(bytes + int4_slot_offset(seg, s, j, 1, n, c)));
+      const int v0 = kWhole ? int4_whole_slot_offset(j, 0, n, c) : int4_slot_offset(seg, s, j, 0, n, c);
+      const int v1 = kWhole ? int4_whole_slot_offset(j, 1, n, c) : int4_slot_offset(seg, s, j, 1, n, c);
+      copy_words(gr.vn, *reinterpret_cast<const uint4*>(bytes + v0));
+      copy_words(gr.vn8, *reinterpret_cast<const uint4*>(bytes + v1));
     } else {
       gr.vn[0] = gr.vn[1] = gr.vn[2] = gr.vn[3] = 0u;
       gr.vn8[0] = gr.vn8[1] = gr.vn8[2] = gr.vn8[3] = 0u;
@@ -124,27 +135,92 @@ struct Consumer {
     gr.scales = *reinterpret_cast<const std::uint32_t*>(bytes + int4_scale_slot_offset(j, n));
   }
 
-  // One int4 stage: up to 8 groups, each dequantised in registers (the codes as 128 + nibble
-  // minus 136, exact) and its sums scaled in fp32 as the reference does. Group j + 1 is loaded
+  // One group into acc: its A fragments dequantised once for every chunk, 8 mma steps a
+  // live chunk (expert_mma_fragments.hpp's stream-tile map: B is the activations as loaded),
+  // the sums scaled in fp32 as the reference does. kBiased (one live chunk): the codes enter
+  // the mma as 128 + nibble and a second mma a step of minus_136 on the same B takes the bias
+  // out; otherwise a bf16x2 subtraction a register, shared by the chunks, half a group at a
+  // time (two chunks' activations leave no room for all 8 steps' fragments). Even and odd
+  // steps sum into separate accumulators (two mma chains in flight, not one). No test between
+  // steps: a branch there puts a warp synchronisation before every mma and keeps the
+  // scheduler from overlapping them.
+  template <bool kBiased>
+  __device__ void group_mma(const Group& gr, int live) {
+    float d[kChunks][2][4] = {};
+    if constexpr (kBiased) {
+#pragma unroll
+      for (int st = 0; st < 8; ++st) {
+        const expert_mma::BFragment b = expert_mma::int4_stream_b(gr.x[0][st / 2], st);
+        mma_16816(d[0][st & 1], expert_mma::int4_a_biased(gr.vn, gr.vn8, st), b);
+        mma_16816(d[0][st & 1], minus_136, b);
+      }
+    } else {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        expert_mma::AFragment a[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(gr.vn, gr.vn8, 4 * half + i);
+#pragma unroll
+        for (int ch = 0; ch < kChunks; ++ch)
+          if (ch == 0 || ch < live) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int st = 4 * half + i;
+              mma_16816(d[ch][i & 1], a[i], expert_mma::int4_stream_b(gr.x[ch][st / 2], st));
+            }
+          }
+      }
+    }
+    const float sn = __uint_as_float(gr.scales << 16), sn8 = __uint_as_float(gr.scales & 0xFFFF0000u);
+#pragma unroll
+    for (int ch = 0; ch < (kBiased ? 1 : kChunks); ++ch)
+      if (ch == 0 || ch < live)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[ch][i] = fmaf(d[ch][0][i] + d[ch][1][i], i < 2 ? sn : sn8, acc[ch][i]);
+  }
+
+  // One int4 stage: up to 8 groups. With one chunk, a stage of 8 whole groups (every stage but
+  // K's last, when K is not a multiple of 1024) is unrolled with no test between its groups
+  // (with two chunks' activations that schedule spills registers).
+  __device__ void int4_stage(const Header& h, int slot) {
+    if (!seg.whole_groups(h.segment))
+      int4_math<false, 0>(h, slot);
+    else if (kChunks == 1 && seg.length(h.segment) == kInt4SegmentGroups)
+      int4_math<true, kInt4SegmentGroups>(h, slot);
+    else
+      int4_math<true, 0>(h, slot);
+  }
+  // A stage of one live chunk takes the biased math (two mma a step, no subtraction).
+  template <bool kWhole, int kGroups>
+  __device__ void int4_math(const Header& h, int slot) {
+    if constexpr (kChunks == 1) {
+      int4_groups<kWhole, true, kGroups>(h, slot);
+    } else {
+      if (h.tn <= 8)
+        int4_groups<kWhole, true, kGroups>(h, slot);
+      else
+        int4_groups<kWhole, false, kGroups>(h, slot);
+    }
+  }
+
+  // The groups of a stage (kGroups of them, or 0: the segment's count). Group j + 1 is loaded
   // while group j is multiplied (a whole stage in registers would not leave room for two
   // chunks' activations); the slot is released once its last group is loaded.
-  __device__ void int4_stage(const Header& h, int slot) {
-    const int s = h.segment, groups = seg.length(s), live = (h.tn + 7) / 8;
+  template <bool kWhole, bool kBiased, int kGroups>
+  __device__ void int4_groups(const Header& h, int slot) {
+    const int s = h.segment, groups = kGroups ? kGroups : seg.length(s), live = (h.tn + 7) / 8;
     const unsigned char* bytes = slot_at(slot);
     Group gr[2];
-    load_group(gr[0], bytes, s, 0);
+    load_group<kWhole, kBiased>(gr[0], bytes, s, 0, live);
     if (groups == 1) release(slot);
 #pragma unroll
     for (int j = 0; j < kInt4SegmentGroups; ++j) {
       if (j >= groups) break;
       if (j + 1 < groups) {
-        load_group(gr[(j + 1) & 1], bytes, s, j + 1);
+        load_group<kWhole, kBiased>(gr[(j + 1) & 1], bytes, s, j + 1, live);
         if (j + 2 == groups) release(slot);
       }
-      const Group& cur = gr[j & 1];
-      int4_group_mma<kChunks>(acc, cur.vn, cur.vn8, cur.scales, live, [&](std::uint32_t(&xw)[4], int ch, int w) {
-        xw[0] = cur.x[ch][w][0], xw[1] = cur.x[ch][w][1], xw[2] = cur.x[ch][w][2], xw[3] = cur.x[ch][w][3];
-      });
+      group_mma<kBiased>(gr[j & 1], live);
     }
   }
 

@@ -23,7 +23,7 @@
 // Stages. Both formats are read in layouts where a tile's stages are contiguous and in the
 // order the owning warp's lanes read them, so a stage is one bulk copy of its codes (and, int4,
 // one of its scales): bf16 16 rows x up to 256 k (8 KB, bf16_stream_layout.hpp's stage
-// tiles); int4 up to 8 groups of 128 k (8 KB, int4_mma_layout.hpp's fragment layout).
+// tiles); int4 up to 8 groups of 128 k (8 KB, int4_stream_layout.hpp's tiles).
 #include <cstddef>
 #include <cstdint>
 
@@ -89,6 +89,8 @@ struct Segments {
     const int tile_bytes = kTileRows * k_len / 2, end = kInt4GroupBytes * (first(s) + length(s));
     return (end < tile_bytes ? end : tile_bytes) - code_offset(s);
   }
+  // int4: whether every group of segment s is whole (128 k: every lane of a warp has codes).
+  MOE_HD bool whole_groups(int s) const { return kInt4Group * (first(s) + length(s)) <= k_len; }
   // int4: the scales of the stage's groups.
   MOE_HD int scale_bytes(int s) const { return kInt4ScaleBytes * length(s); }
   // The bytes the stage's copies bring (the full barrier's transaction count).
@@ -106,6 +108,8 @@ MOE_HD int int4_slot_offset(const Segments& g, int s, int j, int half, int n, in
   const int quads = int4_mma_layout::group_quads(g.k_len, g.first(s) + j);
   return kInt4GroupBytes * j + 16 * (half * 8 * quads + n * quads + c);
 }
+// The same offset in a stage of whole groups (4 vectors a row each): no division.
+MOE_HD int int4_whole_slot_offset(int j, int half, int n, int c) { return kInt4GroupBytes * j + 16 * (32 * half + 4 * n + c); }
 MOE_HD int int4_scale_slot_offset(int j, int n) { return kInt4CodeBytes + kInt4ScaleBytes * j + 4 * n; }
 
 // Passes of an entry with `pairs` pairs at `pass_tokens` tokens a pass (at least one: an entry

@@ -86,7 +86,7 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   o.assign("gemm=stream", "--switch");
   CHECK(o.forward().gemm == moe::kernels::GemmFamily::stream);
   CHECK(o.value("gemm") == "stream");
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);  // all it reads
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::stream_tiles);  // all it reads
   o.assign("gemm=legacy", "--switch");
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default

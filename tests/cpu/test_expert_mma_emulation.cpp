@@ -21,6 +21,7 @@
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/int4_stream_layout.hpp"
 #include "kernels/moe/stream_plan.hpp"
 
 using namespace moe::kernels;
@@ -60,6 +61,7 @@ struct Problem {
   std::vector<std::uint16_t> x;         // bf16 [tokens, k]
   std::vector<std::uint16_t> w_bf16;    // [rows, k]
   std::vector<std::uint32_t> packed;    // int4, mma layout
+  std::vector<std::uint32_t> stream_packed;  // int4, stream tiles (same scales)
   std::vector<std::uint16_t> scales;    // int4, mma layout
   std::vector<double> w;                // the weights' values [rows, k]
 };
@@ -97,6 +99,11 @@ Problem make_problem(int rows, int k, int tokens, bool gate_up, bool int4, std::
   p.packed.resize(row_packed.size());
   p.scales.resize(row_scales.size());
   layout::relay_to_mma(row_packed.data(), row_scales.data(), rows, k, p.paired, p.packed.data(), p.scales.data());
+  p.stream_packed.resize(row_packed.size());
+  std::vector<std::uint16_t> stream_scales(row_scales.size());
+  moe::kernels::int4_stream_layout::relay_to_stream(row_packed.data(), row_scales.data(), rows, k, p.paired,
+                                                    p.stream_packed.data(), stream_scales.data());
+  REQUIRE(stream_scales == p.scales);
   return p;
 }
 
@@ -190,10 +197,37 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
   }
 }
 
+// One int4 group in the stream tiles, as the stream consumer multiplies it: B the activation
+// words as loaded; biased (its one-chunk path), the codes as 128 + nibble and a second mma of
+// -136 a step, otherwise the codes subtracted in bf16x2; even and odd steps in two sums.
+void emulate_stream_int4_group(const std::uint32_t (&vn)[32][4], const std::uint32_t (&vn8)[32][4],
+                               const std::function<void(int, int, std::uint32_t (&)[4])>& x,
+                               const std::function<std::uint32_t(int)>& pair, bool biased, float (&acc)[32][4]) {
+  float d[2][32][4] = {};
+  for (int s = 0; s < 8; ++s) {
+    mma::AFragment a[32], minus[32];
+    mma::BFragment b[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      std::uint32_t xw[4] = {};
+      x(lane, s / 2, xw);
+      a[lane] = biased ? mma::int4_a_biased(vn[lane], vn8[lane], s) : mma::int4_a(vn[lane], vn8[lane], s);
+      minus[lane] = mma::minus_136();
+      b[lane] = mma::int4_stream_b(xw, s);
+    }
+    emulate_mma(d[s & 1], a, b);
+    if (biased) emulate_mma(d[s & 1], minus, b);
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const std::uint32_t sp = pair(lane);
+    const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(sp)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(sp >> 16));
+    for (int i = 0; i < 4; ++i) acc[lane][i] += (d[0][lane][i] + d[1][lane][i]) * (i < 2 ? sn : sn8);
+  }
+}
+
 // The same tile and chunk through the stream family: for each K segment the producer's copies
 // into a slot (poisoned first), then the warp that owns the unit-pass reads the whole slot and
 // accumulates into its sums, segment by segment, as the kernel does.
-void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
+void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4], bool biased) {
   namespace st = moe::kernels::stream;
   const st::Segments seg{p.k, int4};
   const int tn = std::min(8, p.tokens - t0);
@@ -228,7 +262,7 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
       }
       continue;
     }
-    const auto* codes = reinterpret_cast<const unsigned char*>(p.packed.data());
+    const auto* codes = reinterpret_cast<const unsigned char*>(p.stream_packed.data());
     const auto* scales = reinterpret_cast<const unsigned char*>(p.scales.data());
     std::memcpy(slot.data(), codes + static_cast<std::size_t>(tile) * st::kTileRows * p.k / 2 + seg.code_offset(s),
                 seg.code_bytes(s));
@@ -243,7 +277,10 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
           slot_words(st::int4_slot_offset(seg, s, j, 0, lane / 4, lane % 4), vn[lane]);
           slot_words(st::int4_slot_offset(seg, s, j, 1, lane / 4, lane % 4), vn8[lane]);
         }
-      emulate_int4_group(
+      for (int lane = 0; lane < 32 && seg.whole_groups(s); ++lane)  // the offsets the whole-group path uses
+        for (int half = 0; half < 2; ++half)
+          CHECK(st::int4_whole_slot_offset(j, half, lane / 4, lane % 4) == st::int4_slot_offset(seg, s, j, half, lane / 4, lane % 4));
+      emulate_stream_int4_group(
           vn, vn8,
           [&](int lane, int word, std::uint32_t (&xw)[4]) {
             if (lane % 4 < quads) x_words(lane, mma::int4_lane_x_k(g, lane % 4, word), xw);
@@ -253,7 +290,7 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
             std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(j, lane / 4), 4);
             return pair;
           },
-          acc);
+          biased, acc);
     }
   }
 }
@@ -332,11 +369,21 @@ TEST_CASE("int4 mma layout: generate -> pack -> unpack is bit-exact against the 
       CHECK(back_scales == row_scales);
       // The generator's inverse maps give every word and scale of the re-laid arrays.
       int bad = 0;
+      std::vector<std::uint32_t> stream_packed(row_packed.size());
+      std::vector<std::uint16_t> stream_scales(row_scales.size());
+      moe::kernels::int4_stream_layout::relay_to_stream(row_packed.data(), row_scales.data(), rows, k, pr,
+                                                        stream_packed.data(), stream_scales.data());
+      CHECK(stream_scales == scales);
       for (std::size_t wi = 0; wi < packed.size(); ++wi) {
         const layout::WordSource src = layout::word_source(k, wi, pr);
-        std::uint32_t w = 0;
-        for (int j = 0; j < 8; ++j) w |= int4_nibble(generated_q4(key, src.row, k, src.k0 + j)) << (4 * j);
+        std::uint32_t w = 0, sw = 0;  // as generate_int4_mma_kernel places them, both layouts
+        for (int j = 0; j < 8; ++j) {
+          const std::uint32_t code = int4_nibble(generated_q4(key, src.row, k, src.k0 + j));
+          w |= code << (4 * j);
+          sw |= code << (4 * moe::kernels::int4_stream_layout::nibble_of(j));
+        }
         bad += w != packed[wi];
+        bad += sw != stream_packed[wi];
       }
       for (std::size_t si = 0; si < scales.size(); ++si) {
         const layout::ScaleSource src = layout::scale_source(k, si, pr);
@@ -382,6 +429,38 @@ TEST_CASE("int4 mma family on the row layout: every lane loads the fragment layo
   }
 }
 
+TEST_CASE("int4 stream tiles: a word's codes interleaved pair with the activation words as loaded") {
+  namespace sl = moe::kernels::int4_stream_layout;
+  int nibbles[8] = {};
+  for (int i = 0; i < 8; ++i) ++nibbles[sl::nibble_of(i)];
+  for (int v : nibbles) CHECK(v == 1);
+  std::mt19937_64 rng(5);
+  for (int t = 0; t < 2000; ++t) {
+    const std::uint32_t w = static_cast<std::uint32_t>(rng());
+    const std::uint32_t iw = sl::interleave(w);
+    CHECK(sl::deinterleave(iw) == w);
+    for (int j = 0; j < 4; ++j) {  // pair j: codes k0 + 2j (low half) and k0 + 2j + 1, biased by 136
+      const std::uint32_t biased = moe::kernels::int4_mma::weight_pair_biased(iw, j);
+      CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(biased)) == static_cast<float>(int4_unpack(w, 2 * j) + 136));
+      CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(biased >> 16)) == static_cast<float>(int4_unpack(w, 2 * j + 1) + 136));
+    }
+  }
+  CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(expert_mma::kMinus136Pair)) == -136.f);
+  CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(expert_mma::kMinus136Pair >> 16)) == -136.f);
+  // Step s's B registers are activation words 2s and 2s + 1 of the lane's 32 k, the k its A
+  // registers' codes sit at.
+  for (int s = 0; s < 8; ++s) {
+    const std::uint32_t x[4] = {4u * (s / 2), 4u * (s / 2) + 1, 4u * (s / 2) + 2, 4u * (s / 2) + 3};  // word indices
+    const mma::BFragment b = mma::int4_stream_b(x, s);
+    for (int r = 0; r < 2; ++r) {
+      CHECK(b.r[r] == static_cast<std::uint32_t>(2 * s + r));
+      CHECK(expert_mma::int4_stream_group_k(0, s, r, 0) == 2 * static_cast<int>(b.r[r]));
+      const int code_k = 8 * (s / 2) + 2 * moe::kernels::int4_mma::pair_of(s, r);  // pair j of word s / 2: k0 + 2j
+      CHECK(code_k == expert_mma::int4_stream_group_k(0, s, r, 0));
+    }
+  }
+}
+
 TEST_CASE("int4 dequantisation in registers gives the codes exactly") {
   for (std::uint32_t seed = 0; seed < 2000; ++seed) {
     const std::uint32_t word = static_cast<std::uint32_t>(mix64(seed));
@@ -394,15 +473,17 @@ TEST_CASE("int4 dequantisation in registers gives the codes exactly") {
 }
 
 TEST_CASE("the fragment k maps cover each block once") {
-  int bf16_seen[32] = {}, int4_seen[128] = {};
+  int bf16_seen[32] = {}, int4_seen[128] = {}, stream_seen[128] = {};
   for (int c = 0; c < 4; ++c)
     for (int r = 0; r < 2; ++r)
       for (int e = 0; e < 2; ++e) {
         for (int s = 0; s < 2; ++s) ++bf16_seen[expert_mma::bf16_block_k(c, s, r, e)];
         for (int s = 0; s < 8; ++s) ++int4_seen[expert_mma::int4_group_k(c, s, r, e)];
+        for (int s = 0; s < 8; ++s) ++stream_seen[expert_mma::int4_stream_group_k(c, s, r, e)];
       }
   for (int v : bf16_seen) CHECK(v == 1);
   for (int v : int4_seen) CHECK(v == 1);
+  for (int v : stream_seen) CHECK(v == 1);
 }
 
 TEST_CASE("one emulated warp computes gate_up and down tiles equal to the plain product") {
@@ -442,14 +523,20 @@ TEST_CASE("the stream family's emulated consumer warp computes tiles equal to th
     for (bool gate_up : {false, true})
       for (const Case& cs : cases) {
         const int rows = gate_up && cs.rows % 32 != 0 ? cs.rows * 2 : cs.rows;
-        for (int m : {1, 3, 8, 9, 16}) {
-          CAPTURE(int4);
-          CAPTURE(gate_up);
-          CAPTURE(rows);
-          CAPTURE(cs.k);
-          CAPTURE(m);
-          const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
-          CHECK(check_problem(p, int4, gate_up, stream_tile) == 0);
-        }
+        for (int m : {1, 3, 8, 9, 16})
+          for (bool biased : {false, true}) {
+            if (biased && !int4) continue;
+            CAPTURE(int4);
+            CAPTURE(gate_up);
+            CAPTURE(rows);
+            CAPTURE(cs.k);
+            CAPTURE(m);
+            CAPTURE(biased);
+            const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
+            const TileFunction tile = [biased](const Problem& q, bool i4, int t, int t0, float (&acc)[32][4]) {
+              stream_tile(q, i4, t, t0, acc, biased);
+            };
+            CHECK(check_problem(p, int4, gate_up, tile) == 0);
+          }
       }
 }

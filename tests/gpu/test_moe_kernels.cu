@@ -68,6 +68,7 @@
 #include "kernels/moe/generator.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/int4_stream_layout.hpp"
 #include "kernels/moe/reference.hpp"
 #include "support/gpu_test.hpp"
 #include "support/test_env.hpp"
@@ -941,35 +942,40 @@ TEST_CASE("stream expert GEMM on the model shapes: every M 1..64, both formats")
   check_family_on_model_shapes(GemmFamily::stream);
 }
 
-TEST_CASE("int4 generation in the mma layout matches the row layout re-laid on the host") {
+TEST_CASE("int4 generation in the mma layout and the stream tiles matches the row layout re-laid on the host") {
   moe::test::test_device();
   StreamHolder st;
-  for (int h : {2880, 2048, 96}) {
-    MoeDims d = make_dims(h, 160, 4, 2, 1);
-    d.format = WeightFormat::int4;
-    const std::uint64_t seed = case_seed();
-    CAPTURE(h);
-    for (TensorKind kind : {TensorKind::gate_up, TensorKind::down}) {
-      const TensorShape sh = expert_tensor_shape(d, kind);
-      DeviceBuffer rows_w = device_buffer(expert_weight_bytes(d, kind)), rows_s = device_buffer(expert_scale_bytes(d, kind));
-      DeviceBuffer mma_w = device_buffer(expert_weight_bytes(d, kind)), mma_s = device_buffer(expert_scale_bytes(d, kind));
-      MOE_CUDA_CHECK(cudaMemset(mma_w.data(), 0xFF, mma_w.bytes()));
-      MOE_CUDA_CHECK(cudaMemset(mma_s.data(), 0xFF, mma_s.bytes()));
-      MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison lands before st.s generates
-      generate_expert_tensor(d, kind, seed, 3, rows_w.data(), rows_s.data(), st.s, Int4Layout::rows);
-      generate_expert_tensor(d, kind, seed, 3, mma_w.data(), mma_s.data(), st.s, Int4Layout::mma_fragments);
-      MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
-      const std::size_t words = sh.rows * sh.k / 8, scales = sh.rows * int4_groups(sh.k);
-      const auto rw = download<std::uint32_t>(rows_w.data(), words), mw = download<std::uint32_t>(mma_w.data(), words);
-      const auto rs = download<std::uint16_t>(rows_s.data(), scales), ms = download<std::uint16_t>(mma_s.data(), scales);
-      std::vector<std::uint32_t> want_w(words);
-      std::vector<std::uint16_t> want_s(scales);
-      int4_mma_layout::relay_to_mma(rw.data(), rs.data(), sh.rows, sh.k, kind == TensorKind::gate_up ? d.inter : 0,
-                                    want_w.data(), want_s.data());
-      CHECK(mw == want_w);
-      CHECK(ms == want_s);
+  for (Int4Layout layout : {Int4Layout::mma_fragments, Int4Layout::stream_tiles})
+    for (int h : {2880, 2048, 96}) {
+      MoeDims d = make_dims(h, 160, 4, 2, 1);
+      d.format = WeightFormat::int4;
+      const std::uint64_t seed = case_seed();
+      CAPTURE(to_string(layout));
+      CAPTURE(h);
+      for (TensorKind kind : {TensorKind::gate_up, TensorKind::down}) {
+        const TensorShape sh = expert_tensor_shape(d, kind);
+        DeviceBuffer rows_w = device_buffer(expert_weight_bytes(d, kind)), rows_s = device_buffer(expert_scale_bytes(d, kind));
+        DeviceBuffer tile_w = device_buffer(expert_weight_bytes(d, kind)), tile_s = device_buffer(expert_scale_bytes(d, kind));
+        MOE_CUDA_CHECK(cudaMemset(tile_w.data(), 0xFF, tile_w.bytes()));
+        MOE_CUDA_CHECK(cudaMemset(tile_s.data(), 0xFF, tile_s.bytes()));
+        MOE_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream poison lands before st.s generates
+        generate_expert_tensor(d, kind, seed, 3, rows_w.data(), rows_s.data(), st.s, Int4Layout::rows);
+        generate_expert_tensor(d, kind, seed, 3, tile_w.data(), tile_s.data(), st.s, layout);
+        MOE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+        const std::size_t words = sh.rows * sh.k / 8, scales = sh.rows * int4_groups(sh.k);
+        const auto rw = download<std::uint32_t>(rows_w.data(), words), tw = download<std::uint32_t>(tile_w.data(), words);
+        const auto rs = download<std::uint16_t>(rows_s.data(), scales), ts = download<std::uint16_t>(tile_s.data(), scales);
+        std::vector<std::uint32_t> want_w(words);
+        std::vector<std::uint16_t> want_s(scales);
+        const int paired = kind == TensorKind::gate_up ? d.inter : 0;
+        if (layout == Int4Layout::mma_fragments)
+          int4_mma_layout::relay_to_mma(rw.data(), rs.data(), sh.rows, sh.k, paired, want_w.data(), want_s.data());
+        else
+          int4_stream_layout::relay_to_stream(rw.data(), rs.data(), sh.rows, sh.k, paired, want_w.data(), want_s.data());
+        CHECK(tw == want_w);
+        CHECK(ts == want_s);
+      }
     }
-  }
 }
 
 TEST_CASE("bf16 generation in the stream tiles matches the row layout re-laid on the host") {
