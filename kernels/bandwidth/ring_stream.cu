@@ -100,12 +100,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           mma_16816(acc, expert_mma::bf16_a(rn, rn8, 0), b);
           mma_16816(acc, expert_mma::bf16_a(rn, rn8, 1), b);
         } else {
-          // The stream GEMM's one-chunk math: biased codes, the bias taken out by a second mma.
+          // As the stream GEMM's group: even and odd steps in two accumulators.
 #pragma unroll
-          for (int s = 0; s < 8; ++s) {
-            mma_16816(s & 1 ? acc_odd : acc, expert_mma::int4_a_biased(rn, rn8, s), b);
-            mma_16816(s & 1 ? acc_odd : acc, expert_mma::minus_136(), b);
-          }
+          for (int s = 0; s < 8; ++s) mma_16816(s & 1 ? acc_odd : acc, expert_mma::int4_a(rn, rn8, s), b);
         }
       }
     }

@@ -9,9 +9,9 @@
 // sm_90 and newer) into a ring of shared memory for each of 8 consumer warps, dealt to the
 // warps in turn as the expert GEMM deals its unit-passes; each warp reads its whole stage with
 // 16-byte loads and releases it; with the math on, it also feeds what it read to mma.m16n8k16
-// as the expert GEMM does (bf16 fragments; int4 as its one-chunk path: codes biased in
-// registers, the bias taken out by a second mma). What it reaches is what a streaming kernel
-// can reach on this GPU, the figure the bandwidth probe's expert GEMMs are judged against.
+// as the expert GEMM does (bf16 fragments, or int4 codes dequantised in registers). What it
+// reaches is what a streaming kernel can reach on this GPU, the figure the bandwidth probe's
+// expert GEMMs are judged against.
 namespace moe::kernels {
 
 enum class RingMath { none, bf16, int4 };

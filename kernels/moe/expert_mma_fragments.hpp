@@ -96,19 +96,8 @@ MOE_HD BFragment int4_b(const std::uint32_t (&x)[4], int s) {
   return {{int4_mma::activation_pair(x, int4_mma::pair_of(s, 0)), int4_mma::activation_pair(x, int4_mma::pair_of(s, 1))}};
 }
 
-// ---- int4 in the stream tiles ----
-// B of step s from the lane's 8 activations at k 32c + 8 (s / 2) .. + 7: two of its words.
+// int4 B of step s in the stream tiles (A: int4_a of their words) from the lane's 8
+// activations at k 32c + 8 (s / 2) .. + 7: two of its words as loaded.
 MOE_HD BFragment int4_stream_b(const std::uint32_t (&x)[4], int s) { return {{x[2 * (s % 2)], x[2 * (s % 2) + 1]}}; }
-// A of step s with the codes left biased, 128 + nibble = q + 136 (one AND/OR a register), and
-// the A that takes the bias back out: an mma of minus_136() on the same B adds -136 times the
-// activations to every row, exactly what the biased codes added too much. Two mma a step
-// instead of four bf16x2 subtractions a step, a saving only while one chunk of tokens shares them.
-MOE_HD AFragment int4_a_biased(const std::uint32_t (&row_n)[4], const std::uint32_t (&row_n8)[4], int s) {
-  const int w = s / 2, j0 = int4_mma::pair_of(s, 0), j1 = int4_mma::pair_of(s, 1);
-  return {{int4_mma::weight_pair_biased(row_n[w], j0), int4_mma::weight_pair_biased(row_n8[w], j0),
-           int4_mma::weight_pair_biased(row_n[w], j1), int4_mma::weight_pair_biased(row_n8[w], j1)}};
-}
-constexpr std::uint32_t kMinus136Pair = 0xC308C308u;  // bf16 -136.0 in both halves
-MOE_HD AFragment minus_136() { return {{kMinus136Pair, kMinus136Pair, kMinus136Pair, kMinus136Pair}}; }
 
 }  // namespace moe::kernels::expert_mma

@@ -28,9 +28,6 @@ struct Consumer {
   // The lane's token row of each chunk; past the pass's tokens, its first token's row: the
   // mma's columns are independent and those columns are never stored, so no load needs a test.
   const uint4* x_row[kChunks];
-  // -136 in the four A registers of the biased int4 math, set once: as a constant the compiler
-  // re-materialises it (four moves) before every mma that takes it.
-  expert_mma::AFragment minus_136;
 
   __device__ Consumer(const Params& params, Smem& s)
       : p(params),
@@ -39,10 +36,7 @@ struct Consumer {
         warp(threadIdx.x >> 5),
         lane(threadIdx.x & 31),
         n(lane >> 2),
-        c(lane & 3) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) asm volatile("mov.b32 %0, %1;" : "=r"(minus_136.r[r]) : "n"(expert_mma::kMinus136Pair));
-  }
+        c(lane & 3) {}
 
   // The activation row of a pass's token `tok` (its position in the entry: t0 + tok).
   __device__ int input_row(const Header& h, int tok) const {
@@ -108,14 +102,14 @@ struct Consumer {
   };
   // kWhole: every group of the stage is 128 k, so every lane has codes and the offsets are
   // constants. Otherwise a lane past a partial group's codes takes zero activations, which
-  // zero whatever its (zeroed) codes make of them. kBiased: chunk 0 alone is live. A chunk
-  // past the live ones is not loaded (nor multiplied).
-  template <bool kWhole, bool kBiased>
+  // zero whatever its (zeroed) codes make of them. A chunk past the live ones is neither
+  // loaded nor multiplied.
+  template <bool kWhole>
   __device__ void load_group(Group& gr, const unsigned char* bytes, int s, int j, int live) const {
     const int g = seg.first(s) + j;
     const bool has = kWhole || c < int4_mma_layout::group_quads(p.k_len, g);
 #pragma unroll
-    for (int ch = 0; ch < (kBiased ? 1 : kChunks); ++ch)
+    for (int ch = 0; ch < kChunks; ++ch)
       if (ch == 0 || ch < live)
 #pragma unroll
         for (int w = 0; w < 4; ++w)
@@ -135,45 +129,33 @@ struct Consumer {
     gr.scales = *reinterpret_cast<const std::uint32_t*>(bytes + int4_scale_slot_offset(j, n));
   }
 
-  // One group into acc: its A fragments dequantised once for every chunk, 8 mma steps a
-  // live chunk (expert_mma_fragments.hpp's stream-tile map: B is the activations as loaded),
-  // the sums scaled in fp32 as the reference does. kBiased (one live chunk): the codes enter
-  // the mma as 128 + nibble and a second mma a step of minus_136 on the same B takes the bias
-  // out; otherwise a bf16x2 subtraction a register, shared by the chunks, half a group at a
-  // time (two chunks' activations leave no room for all 8 steps' fragments). Even and odd
-  // steps sum into separate accumulators (two mma chains in flight, not one). No test between
-  // steps: a branch there puts a warp synchronisation before every mma and keeps the
-  // scheduler from overlapping them.
-  template <bool kBiased>
+  // One group into acc: its A fragments dequantised (one LOP3 and one bf16x2 subtraction a
+  // register, int4_mma_fragments.hpp) half a group at a time and used by every live chunk, 8
+  // mma steps a chunk (expert_mma_fragments.hpp's stream-tile map: B is the activations as
+  // loaded), the sums scaled in fp32 as the reference does. Even and odd steps sum into
+  // separate accumulators (two mma chains in flight, not one). No test between steps: a branch
+  // there puts a warp synchronisation before every mma and keeps the scheduler from
+  // overlapping them.
   __device__ void group_mma(const Group& gr, int live) {
     float d[kChunks][2][4] = {};
-    if constexpr (kBiased) {
 #pragma unroll
-      for (int st = 0; st < 8; ++st) {
-        const expert_mma::BFragment b = expert_mma::int4_stream_b(gr.x[0][st / 2], st);
-        mma_16816(d[0][st & 1], expert_mma::int4_a_biased(gr.vn, gr.vn8, st), b);
-        mma_16816(d[0][st & 1], minus_136, b);
-      }
-    } else {
+    for (int half = 0; half < 2; ++half) {
+      expert_mma::AFragment a[4];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        expert_mma::AFragment a[4];
+      for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(gr.vn, gr.vn8, 4 * half + i);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(gr.vn, gr.vn8, 4 * half + i);
+      for (int ch = 0; ch < kChunks; ++ch)
+        if (ch == 0 || ch < live) {
 #pragma unroll
-        for (int ch = 0; ch < kChunks; ++ch)
-          if (ch == 0 || ch < live) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int st = 4 * half + i;
-              mma_16816(d[ch][i & 1], a[i], expert_mma::int4_stream_b(gr.x[ch][st / 2], st));
-            }
+          for (int i = 0; i < 4; ++i) {
+            const int st = 4 * half + i;
+            mma_16816(d[ch][i & 1], a[i], expert_mma::int4_stream_b(gr.x[ch][st / 2], st));
           }
-      }
+        }
     }
     const float sn = __uint_as_float(gr.scales << 16), sn8 = __uint_as_float(gr.scales & 0xFFFF0000u);
 #pragma unroll
-    for (int ch = 0; ch < (kBiased ? 1 : kChunks); ++ch)
+    for (int ch = 0; ch < kChunks; ++ch)
       if (ch == 0 || ch < live)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[ch][i] = fmaf(d[ch][0][i] + d[ch][1][i], i < 2 ? sn : sn8, acc[ch][i]);
@@ -184,43 +166,31 @@ struct Consumer {
   // (with two chunks' activations that schedule spills registers).
   __device__ void int4_stage(const Header& h, int slot) {
     if (!seg.whole_groups(h.segment))
-      int4_math<false, 0>(h, slot);
+      int4_groups<false, 0>(h, slot);
     else if (kChunks == 1 && seg.length(h.segment) == kInt4SegmentGroups)
-      int4_math<true, kInt4SegmentGroups>(h, slot);
+      int4_groups<true, kInt4SegmentGroups>(h, slot);
     else
-      int4_math<true, 0>(h, slot);
-  }
-  // A stage of one live chunk takes the biased math (two mma a step, no subtraction).
-  template <bool kWhole, int kGroups>
-  __device__ void int4_math(const Header& h, int slot) {
-    if constexpr (kChunks == 1) {
-      int4_groups<kWhole, true, kGroups>(h, slot);
-    } else {
-      if (h.tn <= 8)
-        int4_groups<kWhole, true, kGroups>(h, slot);
-      else
-        int4_groups<kWhole, false, kGroups>(h, slot);
-    }
+      int4_groups<true, 0>(h, slot);
   }
 
   // The groups of a stage (kGroups of them, or 0: the segment's count). Group j + 1 is loaded
   // while group j is multiplied (a whole stage in registers would not leave room for two
   // chunks' activations); the slot is released once its last group is loaded.
-  template <bool kWhole, bool kBiased, int kGroups>
+  template <bool kWhole, int kGroups>
   __device__ void int4_groups(const Header& h, int slot) {
     const int s = h.segment, groups = kGroups ? kGroups : seg.length(s), live = (h.tn + 7) / 8;
     const unsigned char* bytes = slot_at(slot);
     Group gr[2];
-    load_group<kWhole, kBiased>(gr[0], bytes, s, 0, live);
+    load_group<kWhole>(gr[0], bytes, s, 0, live);
     if (groups == 1) release(slot);
 #pragma unroll
     for (int j = 0; j < kInt4SegmentGroups; ++j) {
       if (j >= groups) break;
       if (j + 1 < groups) {
-        load_group<kWhole, kBiased>(gr[(j + 1) & 1], bytes, s, j + 1, live);
+        load_group<kWhole>(gr[(j + 1) & 1], bytes, s, j + 1, live);
         if (j + 2 == groups) release(slot);
       }
-      group_mma<kBiased>(gr[j & 1], live);
+      group_mma(gr[j & 1], live);
     }
   }
 

@@ -198,24 +198,21 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
 }
 
 // One int4 group in the stream tiles, as the stream consumer multiplies it: B the activation
-// words as loaded; biased (its one-chunk path), the codes as 128 + nibble and a second mma of
-// -136 a step, otherwise the codes subtracted in bf16x2; even and odd steps in two sums.
+// words as loaded, even and odd steps in two sums.
 void emulate_stream_int4_group(const std::uint32_t (&vn)[32][4], const std::uint32_t (&vn8)[32][4],
                                const std::function<void(int, int, std::uint32_t (&)[4])>& x,
-                               const std::function<std::uint32_t(int)>& pair, bool biased, float (&acc)[32][4]) {
+                               const std::function<std::uint32_t(int)>& pair, float (&acc)[32][4]) {
   float d[2][32][4] = {};
   for (int s = 0; s < 8; ++s) {
-    mma::AFragment a[32], minus[32];
+    mma::AFragment a[32];
     mma::BFragment b[32];
     for (int lane = 0; lane < 32; ++lane) {
       std::uint32_t xw[4] = {};
       x(lane, s / 2, xw);
-      a[lane] = biased ? mma::int4_a_biased(vn[lane], vn8[lane], s) : mma::int4_a(vn[lane], vn8[lane], s);
-      minus[lane] = mma::minus_136();
+      a[lane] = mma::int4_a(vn[lane], vn8[lane], s);
       b[lane] = mma::int4_stream_b(xw, s);
     }
     emulate_mma(d[s & 1], a, b);
-    if (biased) emulate_mma(d[s & 1], minus, b);
   }
   for (int lane = 0; lane < 32; ++lane) {
     const std::uint32_t sp = pair(lane);
@@ -227,7 +224,7 @@ void emulate_stream_int4_group(const std::uint32_t (&vn)[32][4], const std::uint
 // The same tile and chunk through the stream family: for each K segment the producer's copies
 // into a slot (poisoned first), then the warp that owns the unit-pass reads the whole slot and
 // accumulates into its sums, segment by segment, as the kernel does.
-void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4], bool biased) {
+void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
   namespace st = moe::kernels::stream;
   const st::Segments seg{p.k, int4};
   const int tn = std::min(8, p.tokens - t0);
@@ -290,7 +287,7 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
             std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(j, lane / 4), 4);
             return pair;
           },
-          biased, acc);
+          acc);
     }
   }
 }
@@ -445,8 +442,6 @@ TEST_CASE("int4 stream tiles: a word's codes interleaved pair with the activatio
       CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(biased >> 16)) == static_cast<float>(int4_unpack(w, 2 * j + 1) + 136));
     }
   }
-  CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(expert_mma::kMinus136Pair)) == -136.f);
-  CHECK(bf16_bits_to_float(static_cast<std::uint16_t>(expert_mma::kMinus136Pair >> 16)) == -136.f);
   // Step s's B registers are activation words 2s and 2s + 1 of the lane's 32 k, the k its A
   // registers' codes sit at.
   for (int s = 0; s < 8; ++s) {
@@ -523,20 +518,14 @@ TEST_CASE("the stream family's emulated consumer warp computes tiles equal to th
     for (bool gate_up : {false, true})
       for (const Case& cs : cases) {
         const int rows = gate_up && cs.rows % 32 != 0 ? cs.rows * 2 : cs.rows;
-        for (int m : {1, 3, 8, 9, 16})
-          for (bool biased : {false, true}) {
-            if (biased && !int4) continue;
-            CAPTURE(int4);
-            CAPTURE(gate_up);
-            CAPTURE(rows);
-            CAPTURE(cs.k);
-            CAPTURE(m);
-            CAPTURE(biased);
-            const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
-            const TileFunction tile = [biased](const Problem& q, bool i4, int t, int t0, float (&acc)[32][4]) {
-              stream_tile(q, i4, t, t0, acc, biased);
-            };
-            CHECK(check_problem(p, int4, gate_up, tile) == 0);
-          }
+        for (int m : {1, 3, 8, 9, 16}) {
+          CAPTURE(int4);
+          CAPTURE(gate_up);
+          CAPTURE(rows);
+          CAPTURE(cs.k);
+          CAPTURE(m);
+          const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
+          CHECK(check_problem(p, int4, gate_up, stream_tile) == 0);
+        }
       }
 }
