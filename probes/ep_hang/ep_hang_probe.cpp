@@ -96,6 +96,15 @@ void dead_rank_case(ep::EpWorker& w) {
   w.state().add_case(std::move(c));
 }
 
+// Each case waits out one watchdog by design (the peers abort within 1.5 x --timeout); the
+// deadline stays short, so the mutation without a watchdog is caught soon.
+ep::WorkerPlan ep_hang_plan(const ProbeState&, int ranks) {
+  ep::PlannedCase c;
+  c.device_bytes = 2.0 * kBlock * ranks;
+  c.waits = 1.5;
+  return {{c, c}};
+}
+
 void ep_hang_body(ep::EpWorker& w) {
   silent_rank_case(w);
   dead_rank_case(w);
@@ -103,10 +112,7 @@ void ep_hang_body(ep::EpWorker& w) {
 
 }  // namespace
 
-// The launcher's deadline is short: the watchdog ends each case of a clean run within --timeout.
-void run_ep_hang_probe(ProbeState& state) {
-  ep::run_ep_probe(state, &ep_hang_body, 5, std::chrono::seconds(40));
-}
+void run_ep_hang_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_hang_body, &ep_hang_plan); }
 
 }  // namespace moe
 #else

@@ -26,6 +26,7 @@
 #include "engine/stream.hpp"
 #include "probes/ep_common/ep_worker.hpp"
 #include "probes/ep_common/link_ceiling.hpp"
+#include "probes/ep_common/planned_work.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
@@ -35,8 +36,6 @@ namespace {
 
 const std::vector<const char*> kEpShapes{"deepseek-v3", "qwen3-30b-a3b", "deepseek-v2-lite"};
 const std::vector<int> kEpTokens{1, 8, 32, 128};
-constexpr int kWarmup = 3;
-constexpr int kReps = 20;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -54,6 +53,18 @@ std::vector<ep::ExchangeKind> exchanges(const RunOptions& options) {
   return k;
 }
 
+// Its cases are decided as it runs (no declared sweep): --mode, else eager and graph.
+std::vector<std::string> modes_of(const RunOptions& options) {
+  return options.modes.empty() ? std::vector<std::string>{"eager", "graph"} : options.modes;
+}
+
+ep::WorkerPlan ep_step_plan(const ProbeState& state, int ranks) {
+  std::vector<kernels::MoeDims> dims;
+  for (const Shape& shape : shapes_or_default(state, kEpShapes)) dims.push_back(shape.dims(kernels::WeightFormat::bf16));
+  return ep::ep_step_plan(dims, ms_or_default(state, kEpTokens), static_cast<int>(exchanges(state.options()).size()),
+                          static_cast<int>(modes_of(state.options()).size()), ranks);
+}
+
 void ep_step_body(ep::EpWorker& w) {
   ProbeState& state = w.state();
   const std::vector<ep::ExchangeKind> kinds = exchanges(state.options());
@@ -65,11 +76,9 @@ void ep_step_body(ep::EpWorker& w) {
   Stream stream(Stream::SyncPolicy::eager);
   // The ceiling first, on the same communicator: what the exchanges are measured against.
   const ep::LinkSample ceiling =
-      ep::measure_alltoall(w.comm(), state.allocator(), std::size_t{256} << 20, 10, stream.handle());
-  // Its cases are decided as it runs (no declared sweep): --mode, else eager and graph.
-  const std::vector<std::string> modes = state.options().modes.empty()
-                                             ? std::vector<std::string>{"eager", "graph"}
-                                             : state.options().modes;
+      ep::measure_alltoall(w.comm(), state.allocator(), ep::kEpStepCeilingBytes, ep::kEpStepCeilingReps,
+                           stream.handle());
+  const std::vector<std::string> modes = modes_of(state.options());
   for (const Shape& shape : shapes_or_default(state, kEpShapes)) {
     const kernels::MoeDims dims = shape.dims(kernels::WeightFormat::bf16);
     const ep::ExpertMap map = ep::ExpertMap::contiguous(dims.experts, w.world());
@@ -89,7 +98,7 @@ void ep_step_body(ep::EpWorker& w) {
             layer.generate_input(w.rank() * m);
             layer.enqueue_step(false);
             layer.finish("the checked step");
-            for (int i = 0; i < kWarmup; ++i) {
+            for (int i = 0; i < ep::kEpStepWarmup; ++i) {
               layer.enqueue_step(false);
               layer.finish("a warm-up step");
             }
@@ -103,7 +112,7 @@ void ep_step_body(ep::EpWorker& w) {
             }
             std::vector<double> route, dispatch, compute, combine, step, host;
             CudaEvent start, stop;
-            for (int i = 0; i < kReps; ++i) {
+            for (int i = 0; i < ep::kEpStepReps; ++i) {
               if (graph) {
                 start.record(stream.handle());
                 const auto t0 = std::chrono::steady_clock::now();
@@ -194,7 +203,7 @@ void ep_step_body(ep::EpWorker& w) {
 
 }  // namespace
 
-void run_ep_step_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_step_body); }
+void run_ep_step_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_step_body, &ep_step_plan); }
 
 }  // namespace moe
 #else
