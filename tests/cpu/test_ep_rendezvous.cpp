@@ -141,7 +141,8 @@ TEST_CASE("launch environment: torch, Open MPI, MPICH and Slurm conventions") {
   CHECK(ompi->rank == 3);
   CHECK(ompi->master_addr == "127.0.0.1");
   CHECK(ompi->master_port == 29500);
-  const auto slurm = launch_env_from(lookup({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}}));
+  const auto slurm = launch_env_from(
+      lookup({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_STEP_NUM_TASKS", "3"}}));
   REQUIRE(slurm);
   CHECK(slurm->local_rank == 2);
   CHECK(slurm->convention == "SLURM_PROCID/SLURM_NTASKS");

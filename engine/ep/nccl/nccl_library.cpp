@@ -7,6 +7,7 @@
 
 #include "common/errors.hpp"
 #include "engine/ep/nccl_version_gate.hpp"
+#include "engine/ep/nvls_setting.hpp"
 
 namespace moe::ep {
 
@@ -21,6 +22,8 @@ void bind(void* lib, const char* name, F& fn, bool required) {
 }
 
 NcclApi load() {
+  // Before libnccl runs any code: it reads its environment once.
+  turn_off_nvls();
   // Never unloaded: communicators and their proxy threads live until the process ends.
   void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
