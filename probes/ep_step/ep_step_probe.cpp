@@ -24,6 +24,7 @@
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
 #include "engine/stream.hpp"
+#include "probes/ep_common/bus_bandwidth.hpp"
 #include "probes/ep_common/ep_worker.hpp"
 #include "probes/ep_common/link_ceiling.hpp"
 #include "probes/ep_common/planned_work.hpp"
@@ -153,12 +154,14 @@ void ep_step_body(ep::EpWorker& w) {
                 mine["compute_us"] = median(compute);
                 mine["combine_us"] = combine_us;
                 // The collectives move the fixed blocks; lsa only the headers and rows in them.
-                const std::size_t moved =
-                    kind == ep::ExchangeKind::lsa ? layer.wire_bytes_sent() : layer.exchanged_bytes();
-                const double gbps = static_cast<double>(moved) / ((dispatch_us + combine_us) * 1e3);
-                mine["exchange_gbps"] = gbps;
+                // Both in nccl-tests' alltoall terms, as the ceiling: bus bandwidth over bus.
+                const double moved = static_cast<double>(
+                    kind == ep::ExchangeKind::lsa ? layer.wire_bytes_sent() : layer.exchanged_bytes());
+                const double bus_gbps = ep::alltoall_bus_gbps(moved, dispatch_us + combine_us, w.world());
+                mine["exchange_gbps"] = ep::alltoall_algorithm_gbps(moved, dispatch_us + combine_us);
+                mine["exchange_bus_gbps"] = bus_gbps;
                 mine["ceiling_bus_gbps"] = ceiling.bus_gbps;
-                mine["share_of_ceiling"] = ceiling.bus_gbps > 0 ? gbps / ceiling.bus_gbps : 0.0;
+                mine["share_of_ceiling"] = ep::share_of_ceiling(bus_gbps, ceiling.bus_gbps);
               }
               mine["step_us"] = median(step);
               mine["host_enqueue_us"] = median(host);
@@ -186,7 +189,7 @@ void ep_step_body(ep::EpWorker& w) {
             ep::add_rank_summary(c, ranks, {{"route_us", "us"}, {"dispatch_us", "us"}, {"compute_us", "us"},
                                             {"combine_us", "us"}, {"step_us", "us"}, {"host_enqueue_us", "us"},
                                             {"wire_bytes", "bytes"}, {"exchange_gbps", "GB/s"},
-                                            {"share_of_ceiling", "ratio"}});
+                                            {"exchange_bus_gbps", "GB/s"}, {"share_of_ceiling", "ratio"}});
           else
             c.evidence["per_rank"] = ranks;
           c.parameters["ranks"] = w.world();
