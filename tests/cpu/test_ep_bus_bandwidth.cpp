@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <initializer_list>
 
 #include "probes/ep_common/bus_bandwidth.hpp"
 
