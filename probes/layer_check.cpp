@@ -46,10 +46,14 @@ std::set<int> touched_experts(const kernels::MoeDims& dims, const std::vector<in
   return experts;
 }
 
+double reference_macs_per_token(const kernels::MoeDims& dims) {
+  return 3.0 * dims.hidden * dims.inter * (dims.top_k + dims.shared) +
+         static_cast<double>(dims.experts) * dims.hidden;
+}
+
 int affordable_tokens(const kernels::MoeDims& dims, int m, int floor) {
   constexpr double kBudgetMacs = 2e8;
-  const double per_token = 3.0 * dims.hidden * dims.inter * (dims.top_k + dims.shared) +
-                           static_cast<double>(dims.experts) * dims.hidden;
+  const double per_token = reference_macs_per_token(dims);
   const int affordable = static_cast<int>(std::min<double>(m, kBudgetMacs / std::max(per_token, 1.0)));
   return std::min(m, std::max(floor, affordable));
 }

@@ -59,6 +59,8 @@ LayerCheck check_output(const LayerReference& layer, const std::vector<std::uint
 // probes use, at least `floor` of a model shape. Beyond that, a bit-exact comparison with an
 // output already checked covers the rest.
 int affordable_tokens(const kernels::MoeDims& dims, int m, int floor = 4);
+// The CPU reference's multiply-adds for one token: router, routed and shared experts.
+double reference_macs_per_token(const kernels::MoeDims& dims);
 
 // Bit-exact comparison of two device outputs of m x H bf16 (graph replay against eager, two
 // runs of one input). Returns the number of differing elements.

@@ -14,13 +14,17 @@ struct Convention {
   const char* rank;
   const char* world;
   const char* local_rank;
+  // Set only in a process the launcher started as a task; null: the rank variables suffice.
+  const char* task_marker = nullptr;
 };
 
+// An sbatch or salloc shell has SLURM_PROCID=0 and SLURM_NTASKS of the job too: only srun's
+// tasks have a step's task count, so a moebench started in the shell is the launcher.
 constexpr std::array kConventions{
     Convention{"RANK", "WORLD_SIZE", "LOCAL_RANK"},
     Convention{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
     Convention{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    Convention{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    Convention{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_NUM_TASKS"},
 };
 
 int parse_int(const char* name, const char* text, int lo, int hi) {
@@ -39,7 +43,7 @@ std::optional<LaunchEnv> launch_env_from(const EnvLookup& getenv) {
   for (const Convention& c : kConventions) {
     const char* rank = getenv(c.rank);
     const char* world = getenv(c.world);
-    if (!rank || !world) continue;
+    if (!rank || !world || (c.task_marker && !getenv(c.task_marker))) continue;
     LaunchEnv env;
     env.convention = std::string(c.rank) + "/" + c.world;
     env.world = parse_int(c.world, world, 1, 1 << 20);

@@ -3,7 +3,8 @@
 //   RANK / WORLD_SIZE / LOCAL_RANK                        torch.distributed, moebench's own workers
 //   OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK            mpirun (Open MPI)
 //   PMI_RANK / PMI_SIZE / MPI_LOCALRANKID                 mpirun (MPICH, Intel MPI)
-//   SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID           srun
+//   SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID           srun (a task: SLURM_STEP_NUM_TASKS
+//                                                         set; not an sbatch or salloc shell)
 // The rendezvous address is MASTER_ADDR / MASTER_PORT in every case (default 127.0.0.1:29500):
 // rank 0 listens there and serves the NCCL unique id.
 #include <functional>

@@ -7,6 +7,7 @@
 #include "engine/stream.hpp"
 #include "probes/ep_common/ep_worker.hpp"
 #include "probes/ep_common/link_ceiling.hpp"
+#include "probes/ep_common/planned_work.hpp"
 
 namespace moe {
 
@@ -19,6 +20,15 @@ std::size_t ceiling_bytes(const ProbeState& state) {
   // both buffers fit a quarter of the free memory.
   const std::size_t asked = state.options().copy_bytes ? state.options().copy_bytes : (std::size_t{1} << 30);
   return std::min(asked, state.device().free_memory() / 8);
+}
+
+// The alltoall and every pair, at the size asked (the cap only makes them smaller).
+ep::WorkerPlan ep_ceiling_plan(const ProbeState& state, int ranks) {
+  const std::size_t bytes = state.options().copy_bytes ? state.options().copy_bytes : (std::size_t{1} << 30);
+  ep::WorkerPlan plan;
+  plan.cases.push_back(ep::link_case(bytes, kReps));
+  for (int pair = 0; pair < ranks * (ranks - 1) / 2; ++pair) plan.cases.push_back(ep::link_case(bytes / 2, kReps));
+  return plan;
 }
 
 void ep_ceiling_body(ep::EpWorker& w) {
@@ -65,7 +75,7 @@ void ep_ceiling_body(ep::EpWorker& w) {
 
 }  // namespace
 
-void run_ep_ceiling_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_ceiling_body); }
+void run_ep_ceiling_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_ceiling_body, &ep_ceiling_plan); }
 
 }  // namespace moe
 #else

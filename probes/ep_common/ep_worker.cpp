@@ -29,7 +29,7 @@ Rendezvous join_checked(const LaunchEnv& env, std::chrono::milliseconds timeout)
 }
 
 // This process as the launcher: workers on the GPUs, then rank 0's cases into this report.
-void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadline_extra) {
+void launch(ProbeState& state, PlanWork plan_work) {
   nccl();  // one line, exit 3, before any worker starts
   const int visible = Device::count();
   const std::vector<int> devices = resolve_devices(state.options().devices, visible);
@@ -40,8 +40,9 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
                    ("moebench-ep-" + std::to_string(getpid()) + "-" + probe);
   std::filesystem::create_directories(dir);
   // Each worker bounds its own waits by --timeout; this deadline only catches a worker whose
-  // watchdog failed (the mutation that removes it), so it is generous.
-  const auto deadline = timeout_of(state) * deadline_timeouts + deadline_extra;
+  // watchdog failed (the mutation that removes it), so it allows for all the planned work.
+  const WorkerPlan plan = plan_work(state, static_cast<int>(devices.size()));
+  const std::chrono::milliseconds deadline = worker_deadline(plan, timeout_of(state));
   const std::vector<WorkerExit> exits =
       launch_workers(state.options().worker_args, probe, devices, dir.string(), deadline);
   bool have_rank0 = false;
@@ -74,7 +75,8 @@ void launch(ProbeState& state, int deadline_timeouts, std::chrono::seconds deadl
     c.checks.push_back({"workers_finished_within_deadline", false,
                         killed + " still running at the launcher's deadline of " +
                             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline).count()) +
-                            " s, killed: a wait without a watchdog hung"});
+                            " s (derived from " + describe(plan, timeout_of(state)) +
+                            "), killed: a wait without a watchdog hung"});
     c.evidence["per_rank"] = per_rank;
     c.conclude("");
     state.add_case(std::move(c));
@@ -134,11 +136,10 @@ void add_rank_summary(report::CaseResult& c, const std::vector<nlohmann::json>& 
   }
 }
 
-void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), int deadline_timeouts,
-                  std::chrono::seconds deadline_extra) {
+void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), PlanWork plan) {
   const std::optional<LaunchEnv> env = launch_env();
   if (!env) {
-    launch(state, deadline_timeouts, deadline_extra);
+    launch(state, plan);
     return;
   }
   EpWorker worker(state, *env);

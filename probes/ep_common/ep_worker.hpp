@@ -15,6 +15,7 @@
 #include "engine/ep/launch_env.hpp"
 #include "engine/ep/nccl/communicator.hpp"
 #include "engine/ep/rendezvous.hpp"
+#include "probes/ep_common/worker_deadline.hpp"
 #include "probes/probe.hpp"
 
 namespace moe::ep {
@@ -52,10 +53,12 @@ class EpWorker {
 void add_rank_summary(report::CaseResult& c, const std::vector<nlohmann::json>& per_rank,
                       const std::vector<std::pair<std::string, std::string>>& names_units);
 
+// What a probe's workers will do over `ranks` ranks, for the launcher's deadline.
+using PlanWork = WorkerPlan (*)(const ProbeState& state, int ranks);
+
 // The launcher or the worker, as described above. `body` runs on every worker rank. The
-// launcher kills workers still running after `deadline_timeouts` x --timeout + `deadline_extra`
-// and then FAILs check workers_finished_within_deadline (case "workers").
-void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), int deadline_timeouts = 8,
-                  std::chrono::seconds deadline_extra = std::chrono::seconds(120));
+// launcher kills workers still running at the deadline derived from `plan`
+// (worker_deadline) and then FAILs check workers_finished_within_deadline (case "workers").
+void run_ep_probe(ProbeState& state, void (*body)(EpWorker&), PlanWork plan);
 
 }  // namespace moe::ep

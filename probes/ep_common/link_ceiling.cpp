@@ -6,6 +6,7 @@
 #include "common/cuda_check.hpp"
 #include "engine/ep/nccl/exchange.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
+#include "probes/ep_common/bus_bandwidth.hpp"
 
 namespace moe::ep {
 
@@ -83,9 +84,8 @@ LinkSample measure_alltoall(Communicator& comm, DeviceAllocator& alloc, std::siz
   s.median_us = time_median_us(comm, stream, reps, [&] {
     enqueue_exchange(comm, kind, send.data(), recv.data(), block, stream);
   });
-  // Bytes that leave the rank: every block but its own.
-  s.algorithm_gbps = static_cast<double>(block * P) / (s.median_us * 1e3);
-  s.bus_gbps = s.algorithm_gbps * (P - 1) / P;
+  s.algorithm_gbps = alltoall_algorithm_gbps(static_cast<double>(block * P), s.median_us);
+  s.bus_gbps = alltoall_bus_gbps(static_cast<double>(block * P), s.median_us, P);
   return s;
 }
 

@@ -29,7 +29,8 @@ std::vector<std::string> worker_environment(int rank, int world, int port) {
   static const char* kDropped[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
                                    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                                    "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
-                                   "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"};
+                                   "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+                                   "SLURM_STEP_NUM_TASKS", "NCCL_NVLS_ENABLE"};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
@@ -43,7 +44,8 @@ std::vector<std::string> worker_environment(int rank, int world, int port) {
   env.push_back("LOCAL_RANK=" + std::to_string(rank));
   env.push_back("MASTER_ADDR=127.0.0.1");
   env.push_back("MASTER_PORT=" + std::to_string(port));
-  if (!std::getenv("NCCL_NVLS_ENABLE")) env.push_back("NCCL_NVLS_ENABLE=0");
+  // This process refused any other value when it loaded NCCL; each worker checks again.
+  env.push_back("NCCL_NVLS_ENABLE=0");
   return env;
 }
 

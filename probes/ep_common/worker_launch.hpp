@@ -2,7 +2,7 @@
 // The single-host launcher of the expert-parallel probes: one moebench worker process per GPU,
 // each told its rank by the RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT
 // convention (the one a user's torchrun-style launcher, mpirun or srun gives across hosts),
-// NCCL_NVLS_ENABLE=0 unless the environment sets it (NVLink multicast stays off). Every
+// NCCL_NVLS_ENABLE=0 (NVLink multicast stays off: engine/ep/nvls_setting.hpp). Every
 // worker's wait is bounded by its own watchdog; the launcher's deadline is the last resort,
 // and a worker still running at it is killed.
 #include <chrono>

@@ -24,6 +24,7 @@
 #include "kernels/interference/interference_kernels.hpp"
 #include "kernels/moe/bf16.hpp"
 #include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_common/planned_work.hpp"
 #include "probes/ep_drop_inflight/drop_inflight_verdict.hpp"
 #include "probes/evidence.hpp"
 #include "probes/layer_check.hpp"
@@ -49,6 +50,12 @@ std::vector<const void*> handed_out(const DeviceAllocator& memory, std::uint64_t
   std::vector<const void*> out;
   for (const BlockLedger::Entry& e : memory.handed_out_since(since)) out.push_back(e.ptr);
   return out;
+}
+
+// One layer, two steps, one checked.
+ep::WorkerPlan ep_drop_inflight_plan(const ProbeState& state, int ranks) {
+  const kernels::MoeDims dims = shapes_or_default(state, {"deepseek-v2-lite"}).front().dims(kernels::WeightFormat::bf16);
+  return {{ep::sharded_layer_case(dims, ms_or_default(state, {32}).front(), ranks, 2, 1)}};
 }
 
 void ep_drop_inflight_body(ep::EpWorker& w) {
@@ -135,7 +142,7 @@ void ep_drop_inflight_body(ep::EpWorker& w) {
 
 }  // namespace
 
-void run_ep_drop_inflight_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_drop_inflight_body); }
+void run_ep_drop_inflight_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_drop_inflight_body, &ep_drop_inflight_plan); }
 
 }  // namespace moe
 #else

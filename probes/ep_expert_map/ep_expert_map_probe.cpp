@@ -11,12 +11,19 @@
 #include "engine/fault_injection.hpp"
 #include "engine/stream.hpp"
 #include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_common/planned_work.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
 namespace moe {
 
 namespace {
+
+// One layer (refused, or built with one checked step under the mutation).
+ep::WorkerPlan ep_expert_map_plan(const ProbeState& state, int ranks) {
+  const kernels::MoeDims dims = shapes_or_default(state, {"deepseek-v2-lite"}).front().dims(kernels::WeightFormat::bf16);
+  return {{ep::sharded_layer_case(dims, ms_or_default(state, {8}).front(), ranks, 1, 1)}};
+}
 
 void ep_expert_map_body(ep::EpWorker& w) {
   ProbeState& state = w.state();
@@ -79,7 +86,7 @@ void ep_expert_map_body(ep::EpWorker& w) {
 
 }  // namespace
 
-void run_ep_expert_map_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_expert_map_body); }
+void run_ep_expert_map_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_expert_map_body, &ep_expert_map_plan); }
 
 }  // namespace moe
 #else

@@ -1,6 +1,6 @@
 // Probe ep-hang: a rank stuck or gone mid-step must not hang the others. Two cases:
-//   silent-rank  the last rank joins the rendezvous and the communicator, then never takes part
-//                in an exchange (stuck);
+//   silent-rank  the last rank joins the rendezvous and the communicator and takes part in a
+//                first exchange (NCCL's connections set up), then never in another (stuck);
 //   dead-rank    on a fresh communicator every rank finishes a first exchange, then the last
 //                rank's process ends (no goodbye, no destructors) before its part of the second.
 // The others must end their wait within --timeout through the watchdog (ncclCommGetAsyncError
@@ -12,12 +12,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "common/cuda_check.hpp"
 #include "engine/ep/nccl/exchange.hpp"
 #include "engine/stream.hpp"
 #include "probes/ep_common/ep_worker.hpp"
 #include "probes/ep_hang/peer_abort_verdict.hpp"
+#include "probes/ep_hang/stuck_peer_wait.hpp"
 
 namespace moe {
 
@@ -30,18 +33,16 @@ void wait_on_stuck_rank(ep::EpWorker& w, ep::Communicator& comm, nlohmann::json&
   Stream stream(Stream::SyncPolicy::eager);
   DeviceBuffer send = w.state().allocator().allocate(kBlock * w.world());
   DeviceBuffer recv = w.state().allocator().allocate(kBlock * w.world());
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    ep::enqueue_exchange(comm, ep::ExchangeKind::sendrecv, send.data(), recv.data(), kBlock, stream.handle());
-    mine["entered_wait"] = true;
-    comm.wait(stream.handle(), what);
-    mine["finished"] = true;  // impossible: the stuck rank sent nothing
-  } catch (const std::exception& e) {
-    mine["error"] = e.what();
-  }
-  mine["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // NCCL kernels of an aborted communicator have returned; the buffers can go.
-  cudaStreamSynchronize(stream.handle());
+  ep::wait_on_stuck_peer(
+      mine,
+      [&] { ep::enqueue_exchange(comm, ep::ExchangeKind::sendrecv, send.data(), recv.data(), kBlock, stream.handle()); },
+      [&] { comm.wait(stream.handle(), what); });
+  // The buffers go back behind the stream's work, without waiting on it: an aborted
+  // communicator's kernels return, but nothing here waits on that without a bound.
+  std::vector<DeviceBuffer> buffers;
+  buffers.push_back(std::move(send));
+  buffers.push_back(std::move(recv));
+  w.state().allocator().release_after(std::move(buffers), stream.handle());
 }
 
 double abort_limit_s(const ep::EpWorker& w) {
@@ -50,6 +51,17 @@ double abort_limit_s(const ep::EpWorker& w) {
 
 void silent_rank_case(ep::EpWorker& w) {
   const int silent = w.world() - 1;
+  {
+    // Every rank, the silent one included, exchanges once first: NCCL connects point-to-point
+    // peers on first use, through every peer, so without this the peers would wait on the
+    // connection set-up, not on the exchange.
+    Stream stream(Stream::SyncPolicy::eager);
+    DeviceBuffer send = w.state().allocator().allocate(kBlock * w.world());
+    DeviceBuffer recv = w.state().allocator().allocate(kBlock * w.world());
+    ep::enqueue_exchange(w.comm(), ep::ExchangeKind::sendrecv, send.data(), recv.data(), kBlock, stream.handle());
+    w.comm().wait(stream.handle(), "the warm-up exchange, before a rank goes silent");
+  }
+  w.gather(nlohmann::json{{"rank", w.rank()}, {"connected", true}});
   nlohmann::json mine{{"rank", w.rank()}, {"silent", w.rank() == silent}, {"entered_wait", false}};
   if (w.rank() != silent) wait_on_stuck_rank(w, w.comm(), mine, "an exchange with a silent rank");
   // The silent rank waits here for the others' watchdogs: longer than they wait.
@@ -96,6 +108,15 @@ void dead_rank_case(ep::EpWorker& w) {
   w.state().add_case(std::move(c));
 }
 
+// Each case waits out one watchdog by design (the peers abort within 1.5 x --timeout); the
+// deadline stays short, so the mutation without a watchdog is caught soon.
+ep::WorkerPlan ep_hang_plan(const ProbeState&, int ranks) {
+  ep::PlannedCase c;
+  c.device_bytes = 2.0 * kBlock * ranks;
+  c.waits = 1.5;
+  return {{c, c}};
+}
+
 void ep_hang_body(ep::EpWorker& w) {
   silent_rank_case(w);
   dead_rank_case(w);
@@ -103,10 +124,7 @@ void ep_hang_body(ep::EpWorker& w) {
 
 }  // namespace
 
-// The launcher's deadline is short: the watchdog ends each case of a clean run within --timeout.
-void run_ep_hang_probe(ProbeState& state) {
-  ep::run_ep_probe(state, &ep_hang_body, 5, std::chrono::seconds(40));
-}
+void run_ep_hang_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_hang_body, &ep_hang_plan); }
 
 }  // namespace moe
 #else

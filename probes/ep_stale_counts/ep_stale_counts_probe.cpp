@@ -10,6 +10,7 @@
 #include "engine/ep/rank_output_check.hpp"
 #include "engine/stream.hpp"
 #include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_common/planned_work.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
@@ -18,6 +19,15 @@ namespace moe {
 namespace {
 
 const std::vector<int> kSequence{8, 32, 4, 32, 1};
+
+// One layer for the largest M, a checked step of each M of the sequence.
+ep::WorkerPlan ep_stale_counts_plan(const ProbeState& state, int ranks) {
+  const kernels::MoeDims dims = shapes_or_default(state, {"deepseek-v2-lite"}).front().dims(kernels::WeightFormat::bf16);
+  const std::vector<int> sequence = state.options().user_set_ms ? state.options().ms : kSequence;
+  ep::WorkerPlan plan;
+  for (int m : sequence) plan.cases.push_back(ep::sharded_layer_case(dims, m, ranks, 1, 1));
+  return plan;
+}
 
 void ep_stale_counts_body(ep::EpWorker& w) {
   ProbeState& state = w.state();
@@ -80,7 +90,7 @@ void ep_stale_counts_body(ep::EpWorker& w) {
 
 }  // namespace
 
-void run_ep_stale_counts_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_stale_counts_body); }
+void run_ep_stale_counts_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_stale_counts_body, &ep_stale_counts_plan); }
 
 }  // namespace moe
 #else

@@ -24,8 +24,10 @@
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
 #include "engine/stream.hpp"
+#include "probes/ep_common/bus_bandwidth.hpp"
 #include "probes/ep_common/ep_worker.hpp"
 #include "probes/ep_common/link_ceiling.hpp"
+#include "probes/ep_common/planned_work.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
@@ -35,8 +37,6 @@ namespace {
 
 const std::vector<const char*> kEpShapes{"deepseek-v3", "qwen3-30b-a3b", "deepseek-v2-lite"};
 const std::vector<int> kEpTokens{1, 8, 32, 128};
-constexpr int kWarmup = 3;
-constexpr int kReps = 20;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -54,6 +54,18 @@ std::vector<ep::ExchangeKind> exchanges(const RunOptions& options) {
   return k;
 }
 
+// Its cases are decided as it runs (no declared sweep): --mode, else eager and graph.
+std::vector<std::string> modes_of(const RunOptions& options) {
+  return options.modes.empty() ? std::vector<std::string>{"eager", "graph"} : options.modes;
+}
+
+ep::WorkerPlan ep_step_plan(const ProbeState& state, int ranks) {
+  std::vector<kernels::MoeDims> dims;
+  for (const Shape& shape : shapes_or_default(state, kEpShapes)) dims.push_back(shape.dims(kernels::WeightFormat::bf16));
+  return ep::ep_step_plan(dims, ms_or_default(state, kEpTokens), static_cast<int>(exchanges(state.options()).size()),
+                          static_cast<int>(modes_of(state.options()).size()), ranks);
+}
+
 void ep_step_body(ep::EpWorker& w) {
   ProbeState& state = w.state();
   const std::vector<ep::ExchangeKind> kinds = exchanges(state.options());
@@ -65,11 +77,9 @@ void ep_step_body(ep::EpWorker& w) {
   Stream stream(Stream::SyncPolicy::eager);
   // The ceiling first, on the same communicator: what the exchanges are measured against.
   const ep::LinkSample ceiling =
-      ep::measure_alltoall(w.comm(), state.allocator(), std::size_t{256} << 20, 10, stream.handle());
-  // Its cases are decided as it runs (no declared sweep): --mode, else eager and graph.
-  const std::vector<std::string> modes = state.options().modes.empty()
-                                             ? std::vector<std::string>{"eager", "graph"}
-                                             : state.options().modes;
+      ep::measure_alltoall(w.comm(), state.allocator(), ep::kEpStepCeilingBytes, ep::kEpStepCeilingReps,
+                           stream.handle());
+  const std::vector<std::string> modes = modes_of(state.options());
   for (const Shape& shape : shapes_or_default(state, kEpShapes)) {
     const kernels::MoeDims dims = shape.dims(kernels::WeightFormat::bf16);
     const ep::ExpertMap map = ep::ExpertMap::contiguous(dims.experts, w.world());
@@ -89,7 +99,7 @@ void ep_step_body(ep::EpWorker& w) {
             layer.generate_input(w.rank() * m);
             layer.enqueue_step(false);
             layer.finish("the checked step");
-            for (int i = 0; i < kWarmup; ++i) {
+            for (int i = 0; i < ep::kEpStepWarmup; ++i) {
               layer.enqueue_step(false);
               layer.finish("a warm-up step");
             }
@@ -103,7 +113,7 @@ void ep_step_body(ep::EpWorker& w) {
             }
             std::vector<double> route, dispatch, compute, combine, step, host;
             CudaEvent start, stop;
-            for (int i = 0; i < kReps; ++i) {
+            for (int i = 0; i < ep::kEpStepReps; ++i) {
               if (graph) {
                 start.record(stream.handle());
                 const auto t0 = std::chrono::steady_clock::now();
@@ -144,12 +154,14 @@ void ep_step_body(ep::EpWorker& w) {
                 mine["compute_us"] = median(compute);
                 mine["combine_us"] = combine_us;
                 // The collectives move the fixed blocks; lsa only the headers and rows in them.
-                const std::size_t moved =
-                    kind == ep::ExchangeKind::lsa ? layer.wire_bytes_sent() : layer.exchanged_bytes();
-                const double gbps = static_cast<double>(moved) / ((dispatch_us + combine_us) * 1e3);
-                mine["exchange_gbps"] = gbps;
+                // Both in nccl-tests' alltoall terms, as the ceiling: bus bandwidth over bus.
+                const double moved = static_cast<double>(
+                    kind == ep::ExchangeKind::lsa ? layer.wire_bytes_sent() : layer.exchanged_bytes());
+                const double bus_gbps = ep::alltoall_bus_gbps(moved, dispatch_us + combine_us, w.world());
+                mine["exchange_gbps"] = ep::alltoall_algorithm_gbps(moved, dispatch_us + combine_us);
+                mine["exchange_bus_gbps"] = bus_gbps;
                 mine["ceiling_bus_gbps"] = ceiling.bus_gbps;
-                mine["share_of_ceiling"] = ceiling.bus_gbps > 0 ? gbps / ceiling.bus_gbps : 0.0;
+                mine["share_of_ceiling"] = ep::share_of_ceiling(bus_gbps, ceiling.bus_gbps);
               }
               mine["step_us"] = median(step);
               mine["host_enqueue_us"] = median(host);
@@ -177,7 +189,7 @@ void ep_step_body(ep::EpWorker& w) {
             ep::add_rank_summary(c, ranks, {{"route_us", "us"}, {"dispatch_us", "us"}, {"compute_us", "us"},
                                             {"combine_us", "us"}, {"step_us", "us"}, {"host_enqueue_us", "us"},
                                             {"wire_bytes", "bytes"}, {"exchange_gbps", "GB/s"},
-                                            {"share_of_ceiling", "ratio"}});
+                                            {"exchange_bus_gbps", "GB/s"}, {"share_of_ceiling", "ratio"}});
           else
             c.evidence["per_rank"] = ranks;
           c.parameters["ranks"] = w.world();
@@ -194,7 +206,7 @@ void ep_step_body(ep::EpWorker& w) {
 
 }  // namespace
 
-void run_ep_step_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_step_body); }
+void run_ep_step_probe(ProbeState& state) { ep::run_ep_probe(state, &ep_step_body, &ep_step_plan); }
 
 }  // namespace moe
 #else

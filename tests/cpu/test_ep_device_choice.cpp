@@ -42,9 +42,10 @@ TEST_CASE("without --device a worker takes its local rank from its launcher") {
       {{{"OMPI_COMM_WORLD_RANK", "6"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}},
        2, "OMPI_COMM_WORLD_LOCAL_RANK"},
       {{{"PMI_RANK", "5"}, {"PMI_SIZE", "8"}, {"MPI_LOCALRANKID", "1"}}, 1, "MPI_LOCALRANKID"},
-      {{{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"}}, 3, "SLURM_LOCALID"},
+      {{{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "3"}, {"SLURM_STEP_NUM_TASKS", "8"}},
+       3, "SLURM_LOCALID"},
       // No local rank variable: the rank (the one-host layout).
-      {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}}, 1, "SLURM_PROCID"},
+      {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NUM_TASKS", "2"}}, 1, "SLURM_PROCID"},
       {{{"RANK", "1"}, {"WORLD_SIZE", "2"}}, 1, "RANK"},
       // Not a worker: a local rank alone is no launcher's convention.
       {{{"LOCAL_RANK", "3"}}, 0, "default"},

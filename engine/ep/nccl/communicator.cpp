@@ -1,10 +1,9 @@
 #include "engine/ep/nccl/communicator.hpp"
 
-#include <thread>
-
 #include "common/cuda_check.hpp"
 #include "common/errors.hpp"
 #include "engine/ep/nccl/nccl_library.hpp"
+#include "engine/ep/watched_wait.hpp"
 
 namespace moe::ep {
 
@@ -20,7 +19,7 @@ Communicator::Communicator(int rank, int world, const ncclUniqueId& id,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // init and every call return at once; poll() waits with a deadline
   MOE_NCCL_CHECK(nccl().CommInitRankConfig(&comm_, world, id, rank, &config));
-  poll("ncclCommInitRankConfig (" + std::to_string(world) + " ranks)", nullptr);
+  poll("ncclCommInitRankConfig (" + std::to_string(world) + " ranks)", nullptr, true);
 }
 
 Communicator::~Communicator() {
@@ -29,7 +28,7 @@ Communicator::~Communicator() {
     // Finalize flushes outstanding work; a peer that is gone makes it wait, so it is watched
     // (and poll() aborts at the deadline).
     nccl().CommFinalize(comm_);
-    poll("ncclCommFinalize", nullptr);
+    poll("ncclCommFinalize", nullptr, true);
     nccl().CommDestroy(comm_);
   } catch (...) {
     // poll() aborted the communicator; a destructor must not throw.
@@ -42,7 +41,7 @@ void Communicator::abort() {
   nccl().CommAbort(comm_);
 }
 
-void Communicator::settle(const std::string& what) { poll(what, nullptr); }
+void Communicator::settle(const std::string& what) { poll(what, nullptr, watchdog_); }
 
 void Communicator::wait(cudaStream_t stream, const std::string& what) {
   if (!watchdog_) {
@@ -50,52 +49,45 @@ void Communicator::wait(cudaStream_t stream, const std::string& what) {
     MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
     return;
   }
-  poll(what, stream);
+  poll(what, stream, true);
 }
 
-void Communicator::poll(const std::string& what, cudaStream_t stream) {
+void Communicator::poll(const std::string& what, cudaStream_t stream, bool watchdog) {
   if (aborted_)
     throw Error(ExitCode::probe_error,
                 "rank " + std::to_string(rank_) + ": " + what + ": the communicator was aborted");
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  auto pause = std::chrono::microseconds(5);
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t q = nccl().CommGetAsyncError(comm_, &state);
-    if (q != ncclSuccess) state = q;
-    if (state != ncclSuccess && state != ncclInProgress) {
-      const char* last = nccl().GetLastError(comm_);
-      const std::string detail = std::string(nccl().GetErrorString(state)) +
-                                 (last && *last ? " (" + std::string(last) + ")" : "");
-      abort();
-      throw Error(ExitCode::probe_error, "rank " + std::to_string(rank_) + ": " + what +
-                                             ": NCCL error " + detail + "; communicator aborted");
-    }
-    bool idle = state == ncclSuccess;
-    if (idle && stream) {
-      const cudaError_t s = cudaStreamQuery(stream);
-      if (s != cudaSuccess && s != cudaErrorNotReady) {
+  std::string failure;  // what failed, in NCCL's or CUDA's words
+  const WaitOutcome outcome = watched_wait(
+      [&] {
+        ncclResult_t state = ncclSuccess;
+        const ncclResult_t q = nccl().CommGetAsyncError(comm_, &state);
+        if (q != ncclSuccess) state = q;
+        if (state != ncclSuccess && state != ncclInProgress) {
+          const char* last = nccl().GetLastError(comm_);
+          failure = "NCCL error " + std::string(nccl().GetErrorString(state)) +
+                    (last && *last ? " (" + std::string(last) + ")" : "");
+          return WaitState::failed;
+        }
+        if (state == ncclInProgress) return WaitState::pending;
+        if (!stream) return WaitState::done;
+        const cudaError_t s = cudaStreamQuery(stream);
+        if (s == cudaSuccess) return WaitState::done;
+        if (s == cudaErrorNotReady) return WaitState::pending;
         // A fault on the stream (a peer's memory gone with its process, say): named like the
         // watchdog's own errors, so the message says which rank and which wait.
         (void)cudaGetLastError();
-        abort();
-        throw Error(ExitCode::probe_error, "rank " + std::to_string(rank_) + ": " + what +
-                                               ": CUDA error " + cudaGetErrorName(s) + " (" +
-                                               cudaGetErrorString(s) + "); communicator aborted");
-      }
-      idle = s == cudaSuccess;
-    }
-    if (idle) return;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      abort();
-      throw Error(ExitCode::probe_error,
-                  "rank " + std::to_string(rank_) + ": " + what + " did not finish within " +
-                      seconds_text(timeout_) +
-                      " (a peer rank is missing or stuck); communicator aborted");
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
-  }
+        failure = std::string("CUDA error ") + cudaGetErrorName(s) + " (" + cudaGetErrorString(s) + ")";
+        return WaitState::failed;
+      },
+      timeout_, watchdog);
+  if (outcome == WaitOutcome::done) return;
+  abort();
+  if (outcome == WaitOutcome::failed)
+    throw Error(ExitCode::probe_error,
+                "rank " + std::to_string(rank_) + ": " + what + ": " + failure + "; communicator aborted");
+  throw Error(ExitCode::probe_error,
+              "rank " + std::to_string(rank_) + ": " + what + " did not finish within " +
+                  seconds_text(timeout_) + " (a peer rank is missing or stuck); communicator aborted");
 }
 
 }  // namespace moe::ep

@@ -14,8 +14,9 @@ namespace moe::ep {
 
 class Communicator {
  public:
-  // `watchdog` false is the mutation that removes it (probe ep-hang): waits then block in
-  // cudaStreamSynchronize like an engine without one, and only the parent's timeout ends them.
+  // `watchdog` false is the mutation that removes it (probe ep-hang): settle() then polls
+  // without a deadline and wait() blocks in cudaStreamSynchronize, like an engine without
+  // one, and only the launcher's deadline ends them (init and finalize stay watched).
   Communicator(int rank, int world, const ncclUniqueId& id, std::chrono::milliseconds timeout,
                bool watchdog = true);
   ~Communicator();  // finalize within the timeout, else abort; abort after any failure
@@ -36,9 +37,10 @@ class Communicator {
   bool aborted() const { return aborted_; }
 
  private:
-  // Polls until the communicator's state is not ncclInProgress; on an error or past the
-  // deadline aborts and throws. `stream` non-null: also until the stream is idle.
-  void poll(const std::string& what, cudaStream_t stream);
+  // Polls until the communicator's state is not ncclInProgress (engine/ep/watched_wait.hpp);
+  // on an error, or past the deadline when `watchdog`, aborts and throws. `stream` non-null:
+  // also until the stream is idle.
+  void poll(const std::string& what, cudaStream_t stream, bool watchdog);
 
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;

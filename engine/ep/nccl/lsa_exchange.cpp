@@ -2,6 +2,7 @@
 
 #include "common/errors.hpp"
 #include "engine/ep/exchange_names.hpp"
+#include "engine/ep/nccl_version_gate.hpp"
 
 #if MOEBENCH_HAVE_NCCL_DEVICE_API
 #include <nccl_device.h>
@@ -101,7 +102,11 @@ LsaExchange::LsaExchange(Communicator& comm, const WireLayout& wire, cudaStream_
     throw EnvironmentError("exchange lsa: " + problem);
   preload_lsa_copy_kernel();
   // One LSA barrier a copy CTA; no multimem (NVLink multicast stays off).
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
+  ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;  // size, magic, version (2.29+)
+#else
   ncclDevCommRequirements reqs{};
+#endif
   reqs.lsaMultimem = false;
   reqs.lsaBarrierCount = kLsaCopyCtas;
   require(api.DevCommCreate(comm.get(), &reqs, &r_->dev), "ncclDevCommCreate", comm.get());
@@ -188,14 +193,9 @@ std::string lsa_library_problem(const NcclApi& api) {
     if (!fn)
       return "the loaded libnccl.so.2 (NCCL " + nccl_version_text(api.version) + ") lacks " +
              name + " (the device API needs NCCL 2.28 or newer)";
-  // The kernels read ncclDevComm and the window's fields inline, as the headers lay them out.
-  if (api.version / 100 != NCCL_VERSION_CODE / 100)
-    return "the loaded libnccl.so.2 is NCCL " + nccl_version_text(api.version) +
-           ", but the device code was compiled against the NCCL " + std::to_string(NCCL_MAJOR) +
-           "." + std::to_string(NCCL_MINOR) + " headers, whose device structures it must match: "
-           "load a " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) +
-           " library or rebuild against the loaded one's headers";
-  return {};
+  // The kernels read ncclDevComm and the window inline, as the headers lay them out, and
+  // ncclDevCommCreate reads the requirements as the library lays them out: an exact range.
+  return nccl_device_api_mismatch(api.version, NCCL_VERSION_CODE, sizeof(ncclDevCommRequirements));
 }
 
 }  // namespace moe::ep

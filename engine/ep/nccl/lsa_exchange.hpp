@@ -9,8 +9,9 @@
 // multimem requirement, no multicast object).
 //
 // Every rank must reach every peer by load/store (one host's GPUs over NVLink): otherwise, or
-// when the loaded libnccl lacks the device API or is another minor version than the headers
-// the device code was compiled against, the build is refused with one line (exit 3).
+// when the loaded libnccl lacks the device API or is not a release whose device structures are
+// laid out as those of the headers the device code was compiled against
+// (engine/ep/nccl_version_gate.hpp), the build is refused with one line (exit 3).
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -58,9 +59,9 @@ class LsaExchange {
 };
 
 // Why the loaded library cannot run the lsa exchange, in a few words (empty when it can): a
-// device-API function it lacks, or a version whose device structures differ from the headers
-// this build compiled its kernels against (another major.minor). In a build without the lsa
-// exchange: the reason it was not built.
+// device-API function it lacks, or a release whose device structures differ from those of the
+// headers this build compiled its kernels against (engine/ep/nccl_version_gate.hpp). In a
+// build without the lsa exchange: the reason it was not built.
 std::string lsa_library_problem(const NcclApi& api);
 
 }  // namespace moe::ep

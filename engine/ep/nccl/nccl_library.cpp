@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "common/errors.hpp"
+#include "engine/ep/nccl_version_gate.hpp"
+#include "engine/ep/nvls_setting.hpp"
 
 namespace moe::ep {
 
@@ -20,6 +22,8 @@ void bind(void* lib, const char* name, F& fn, bool required) {
 }
 
 NcclApi load() {
+  // Before libnccl runs any code: it reads its environment once.
+  turn_off_nvls();
   // Never unloaded: communicators and their proxy threads live until the process ends.
   void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
@@ -52,6 +56,9 @@ NcclApi load() {
   bind(lib, "ncclDevCommDestroy", api.DevCommDestroy, false);
   if (api.GetVersion(&api.version) != ncclSuccess)
     throw EnvironmentError("libnccl.so.2: ncclGetVersion failed");
+  if (const std::string problem = nccl_collectives_mismatch(api.version, NCCL_VERSION_CODE);
+      !problem.empty())
+    throw EnvironmentError("NCCL not usable: " + problem);
   return api;
 }
 
@@ -70,11 +77,7 @@ const NcclApi& nccl() {
   return api;
 }
 
-std::string nccl_version_text(int code) {
-  // Since 2.9 the code is major * 10000 + minor * 100 + patch.
-  return std::to_string(code / 10000) + "." + std::to_string((code / 100) % 100) + "." +
-         std::to_string(code % 100);
-}
+std::string nccl_version_text(int code) { return nccl_version_string(code); }
 
 void throw_nccl_error(ncclResult_t status, const char* call, const char* file, int line,
                       ncclComm_t comm) {
