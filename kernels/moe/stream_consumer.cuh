@@ -104,12 +104,12 @@ struct Consumer {
   // constants. Otherwise a lane past a partial group's codes takes zero activations, which
   // zero whatever its (zeroed) codes make of them. A chunk past the live ones is neither
   // loaded nor multiplied.
-  template <bool kWhole>
+  template <bool kWhole, int kLive>
   __device__ void load_group(Group& gr, const unsigned char* bytes, int s, int j, int live) const {
     const int g = seg.first(s) + j;
     const bool has = kWhole || c < int4_mma_layout::group_quads(p.k_len, g);
 #pragma unroll
-    for (int ch = 0; ch < kChunks; ++ch)
+    for (int ch = 0; ch < kLive; ++ch)
       if (ch == 0 || ch < live)
 #pragma unroll
         for (int w = 0; w < 4; ++w)
@@ -136,15 +136,16 @@ struct Consumer {
   // separate accumulators (two mma chains in flight, not one). No test between steps: a branch
   // there puts a warp synchronisation before every mma and keeps the scheduler from
   // overlapping them.
+  template <int kLive>
   __device__ void group_mma(const Group& gr, int live) {
-    float d[kChunks][2][4] = {};
+    float d[kLive][2][4] = {};
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       expert_mma::AFragment a[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(gr.vn, gr.vn8, 4 * half + i);
 #pragma unroll
-      for (int ch = 0; ch < kChunks; ++ch)
+      for (int ch = 0; ch < kLive; ++ch)
         if (ch == 0 || ch < live) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
@@ -155,42 +156,43 @@ struct Consumer {
     }
     const float sn = __uint_as_float(gr.scales << 16), sn8 = __uint_as_float(gr.scales & 0xFFFF0000u);
 #pragma unroll
-    for (int ch = 0; ch < kChunks; ++ch)
+    for (int ch = 0; ch < kLive; ++ch)
       if (ch == 0 || ch < live)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[ch][i] = fmaf(d[ch][0][i] + d[ch][1][i], i < 2 ? sn : sn8, acc[ch][i]);
   }
 
-  // One int4 stage: up to 8 groups. With one chunk, a stage of 8 whole groups (every stage but
-  // K's last, when K is not a multiple of 1024) is unrolled with no test between its groups
-  // (with two chunks' activations that schedule spills registers).
+  // One int4 stage: up to 8 groups. With one live chunk, a stage of 8 whole groups (every stage
+  // but K's last, when K is not a multiple of 1024) is unrolled with no test between its
+  // groups (with two chunks' activations that schedule spills registers).
   __device__ void int4_stage(const Header& h, int slot) {
     if (!seg.whole_groups(h.segment))
-      int4_groups<false, 0>(h, slot);
-    else if (kChunks == 1 && seg.length(h.segment) == kInt4SegmentGroups)
-      int4_groups<true, kInt4SegmentGroups>(h, slot);
+      int4_groups<false, 0, kChunks>(h, slot);
+    else if ((kChunks == 1 || h.tn <= 8) && seg.length(h.segment) == kInt4SegmentGroups)
+      int4_groups<true, kInt4SegmentGroups, 1>(h, slot);
     else
-      int4_groups<true, 0>(h, slot);
+      int4_groups<true, 0, kChunks>(h, slot);
   }
 
-  // The groups of a stage (kGroups of them, or 0: the segment's count). Group j + 1 is loaded
-  // while group j is multiplied (a whole stage in registers would not leave room for two
-  // chunks' activations); the slot is released once its last group is loaded.
-  template <bool kWhole, int kGroups>
+  // The groups of a stage (kGroups of them, or 0: the segment's count) for at most kLive live
+  // chunks. Group j + 1 is loaded while group j is multiplied (a whole stage in registers would
+  // not leave room for two chunks' activations); the slot is released once its last group is
+  // loaded.
+  template <bool kWhole, int kGroups, int kLive>
   __device__ void int4_groups(const Header& h, int slot) {
     const int s = h.segment, groups = kGroups ? kGroups : seg.length(s), live = (h.tn + 7) / 8;
     const unsigned char* bytes = slot_at(slot);
     Group gr[2];
-    load_group<kWhole>(gr[0], bytes, s, 0, live);
+    load_group<kWhole, kLive>(gr[0], bytes, s, 0, live);
     if (groups == 1) release(slot);
 #pragma unroll
     for (int j = 0; j < kInt4SegmentGroups; ++j) {
       if (j >= groups) break;
       if (j + 1 < groups) {
-        load_group<kWhole>(gr[(j + 1) & 1], bytes, s, j + 1, live);
+        load_group<kWhole, kLive>(gr[(j + 1) & 1], bytes, s, j + 1, live);
         if (j + 2 == groups) release(slot);
       }
-      group_mma(gr[j & 1], live);
+      group_mma<kLive>(gr[j & 1], live);
     }
   }
 
