@@ -5,12 +5,14 @@
 // repetition; other failures are listed as collateral. A clean row passes only when every case
 // PASSed with its forcing evidence (reports/verdict.cpp). The measurement probes (copy,
 // bandwidth) join as clean rows, bandwidth under its mutation too; two-engine runs under both
-// allocator modes. Exit 0 only when every row is good.
+// allocator modes. A row this machine cannot run (probes/selftest_plan.hpp) is listed with the
+// reason and proves nothing. Exit 0 only when every row that ran is good.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,6 +26,7 @@
 #include "engine/external/adapter_library.hpp"
 #include "probes/adapter_requirements.hpp"
 #include "probes/catch_plan.hpp"
+#include "probes/selftest_plan.hpp"
 #include "reports/environment.hpp"
 #include "reports/report_writer.hpp"
 #include "reports/table.hpp"
@@ -85,52 +88,6 @@ Tally tally(const std::vector<report::CaseResult>& cases, int reps) {
   return t;
 }
 
-// One row of the matrix: a probe, clean or under one mutation, in one allocator mode.
-struct Row {
-  std::string probe;
-  const MutationInfo* mutation = nullptr;
-  report::CatchTarget target;  // mutation rows
-  std::string allocator = "caching";
-};
-
-// Through an adapter (--engine) the matrix is its clean rows: the mutations restore bugs in
-// moebench's own engine, which the adapter's engine does not run.
-std::vector<Row> matrix(const external::AdapterLibrary* adapter) {
-  std::vector<std::string> probes = clean_only_probes();
-  // A probe not built here (the expert-parallel ones without NCCL) or needing more GPUs than
-  // the machine has gets no rows.
-  const int gpus = Device::count();
-  auto runnable = [&](const std::string& name) {
-    for (const ProbeInfo& p : all_probes())
-      if (p.name == name) return p.not_built.empty() && p.min_gpus <= gpus;
-    return false;
-  };
-  for (const MutationInfo& m : all_mutations())
-    if (m.historic_bug)
-      for (const report::CatchTarget& t : catch_targets(m))
-        if (runnable(t.probe) && std::find(probes.begin(), probes.end(), t.probe) == probes.end())
-          probes.push_back(t.probe);
-  if (adapter)
-    std::erase_if(probes, [&](const std::string& p) { return !adapter_refusal(probe_by_name(p), *adapter).empty(); });
-  std::vector<Row> rows;
-  for (const std::string& probe : probes) {
-    // two-engine's catch must not rest on the allocator's layout: both modes.
-    const std::vector<std::string> allocators =
-        probe == "two-engine" ? std::vector<std::string>{"caching", "plain"}
-                              : std::vector<std::string>{"caching"};
-    for (const std::string& allocator : allocators) {
-      rows.push_back({probe, nullptr, {}, allocator});
-      if (adapter) continue;
-      for (const MutationInfo& m : all_mutations()) {
-        if (!m.historic_bug) continue;
-        for (const report::CatchTarget& t : catch_targets(m))
-          if (t.probe == probe) rows.push_back({probe, &m, t, allocator});
-      }
-    }
-  }
-  return rows;
-}
-
 std::vector<std::string> first(const std::vector<std::string>& v, std::size_t n) {
   return {v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size()))};
 }
@@ -160,9 +117,24 @@ int selftest(const SelftestRequest& req) {
       {"probe", "mutation", "allocator", "caught", "clean pass", "evidence", "collateral", "errors"}};
   bool all_good = true;
 
-  for (const Row& row : matrix(adapter.get())) {
+  std::function<std::string(const ProbeInfo&)> refusal;
+  if (adapter) refusal = [&](const ProbeInfo& p) { return adapter_refusal(p, *adapter); };
+  const std::vector<SelftestRow> plan = selftest_plan(Device::count(), refusal);
+  std::vector<std::string> not_run;  // "probe (why): N rows", in plan order
+  for (const SelftestRow& row : plan) {
     const bool clean = row.mutation == nullptr;
     const std::string mutation = clean ? "" : std::string(row.mutation->name);
+    if (!row.not_run.empty()) {
+      // Listed, never counted as caught or clean: the matrix says what it did not prove.
+      rows.push_back({{"probe", row.probe},
+                      {"mutation", clean ? nlohmann::json(nullptr) : nlohmann::json(mutation)},
+                      {"allocator", row.allocator},
+                      {"not_run", row.not_run}});
+      table.push_back({row.probe, clean ? "(none)" : mutation, row.allocator, "not run", "not run", "-", "-", "-"});
+      const std::string line = row.probe + " (" + row.not_run + ")";
+      if (std::find(not_run.begin(), not_run.end(), line) == not_run.end()) not_run.push_back(line);
+      continue;
+    }
     const std::string tag = row.probe + (clean ? "" : "-" + mutation) + "-" + row.allocator;
     const std::string child_report = (dir / (tag + ".json")).string();
     // The child runs its repetitions in one process: it is the isolation already.
@@ -226,14 +198,23 @@ int selftest(const SelftestRequest& req) {
                      clean ? "-" : std::to_string(j.collateral.size()), std::to_string(j.errored)});
     for (const std::string& line : first(j.missed, 3))
       std::fprintf(stderr, "selftest:   missed: %s\n", line.c_str());
-    out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good}};
+    out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good},
+                             {"rows_not_run", rows_not_run(plan)}};
     writer.write(out);
   }
+  out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good},
+                           {"rows_not_run", rows_not_run(plan)}};
+  writer.write(out);
   std::filesystem::remove_all(dir);
   std::printf("%s", report::format_columns(table).c_str());
-  std::printf("%s\n", all_good ? "selftest: every mutation caught by its named checks every time; "
-                                 "every clean run passed with its evidence"
-                               : "selftest: FAILED (see the table and the report)");
+  for (const std::string& line : not_run) std::printf("selftest: not run here: %s\n", line.c_str());
+  const std::string unproven =
+      not_run.empty() ? "" : "; " + std::to_string(rows_not_run(plan)) + " rows not run here (listed above), not proven";
+  std::printf("%s%s\n",
+              all_good ? "selftest: every mutation run caught by its named checks every time; every clean run passed "
+                         "with its evidence"
+                       : "selftest: FAILED (see the table and the report)",
+              unproven.c_str());
   std::fprintf(stderr, "report: %s\n", req.output.c_str());
   return all_good ? to_int(ExitCode::ok) : to_int(ExitCode::check_failed);
 }

@@ -68,10 +68,17 @@ TEST_CASE("selftest: each probe passes clean with its evidence and each mutation
                                                        << "; MOEBENCH_BINARY names another): " << r.err);
   const auto j = json::parse(moe::test::read_text(report));
   const auto& rows = j.at("extra").at("selftest").at("rows");
-  std::size_t mutated_rows = 0;
+  std::size_t mutated_rows = 0, not_run = 0;
   bool copy_row = false, bandwidth_row = false, two_engine_plain = false;
   for (const auto& row : rows) {
     CAPTURE(row.dump());
+    if (row.contains("not_run")) {  // a probe this machine cannot run: listed with the reason
+      const moe::ProbeInfo& p = moe::probe_by_name(row.at("probe").get<std::string>());
+      CHECK((!p.not_built.empty() || p.min_gpus > moe::Device::count()));
+      CHECK_FALSE(row.at("not_run").get<std::string>().empty());
+      ++not_run;
+      continue;
+    }
     CHECK(row.at("ok").get<bool>());
     CHECK(row.at("good_reps") == row.at("runs"));
     if (row.at("mutation").is_null()) {
@@ -92,8 +99,9 @@ TEST_CASE("selftest: each probe passes clean with its evidence and each mutation
   CHECK(copy_row);
   CHECK(bandwidth_row);
   CHECK(two_engine_plain);
-  // One row per (mutation, target probe), and two-engine's mutation once more under plain.
-  // Probes this machine cannot run (the expert-parallel ones on one GPU) have no rows.
+  // One row that ran per (mutation, target probe), and two-engine's mutation once more under
+  // plain. Probes this machine cannot run (the expert-parallel ones on one GPU) have rows that
+  // say so.
   std::size_t targets = 0;
   const int gpus = moe::Device::count();
   for (const auto& m : moe::all_mutations())
@@ -104,6 +112,8 @@ TEST_CASE("selftest: each probe passes clean with its evidence and each mutation
         targets += t.probe == "two-engine" ? 2 : 1;
       }
   CHECK(mutated_rows == targets);
+  CHECK(j.at("extra").at("selftest").at("rows_not_run") == not_run);
+  if (not_run > 0) CHECK(r.out.find("rows not run here") != std::string::npos);
   // Every clean case in the report passed with its evidence.
   for (const auto& c : j.at("cases"))
     if (c.at("mutation").is_null()) {
