@@ -128,11 +128,13 @@ void emulate_bf16_block(const std::uint32_t (&rn)[32][4], const std::uint32_t (&
 
 // One int4 group: the 8 mma steps from the lanes' vectors of codes (rows n and n + 8), x(lane,
 // w, words) giving a lane's activation word w (0..3) of its 32 k, then acc += d x the scales
-// pair(lane) holds (rows n and n + 8), in fp32 as the kernels do.
+// pair(lane) holds (rows n and n + 8), in fp32 as the kernels do. stream: the stream tiles, as
+// the stream consumer multiplies them (B the activation words as loaded, even and odd steps in
+// two sums); otherwise the mma fragment layout.
 void emulate_int4_group(const std::uint32_t (&vn)[32][4], const std::uint32_t (&vn8)[32][4],
                         const std::function<void(int, int, std::uint32_t (&)[4])>& x,
-                        const std::function<std::uint32_t(int)>& pair, float (&acc)[32][4]) {
-  float d[32][4] = {};
+                        const std::function<std::uint32_t(int)>& pair, float (&acc)[32][4], bool stream = false) {
+  float d[2][32][4] = {};
   for (int s = 0; s < 8; ++s) {
     mma::AFragment a[32];
     mma::BFragment b[32];
@@ -140,14 +142,14 @@ void emulate_int4_group(const std::uint32_t (&vn)[32][4], const std::uint32_t (&
       std::uint32_t xw[4] = {};
       x(lane, s / 2, xw);
       a[lane] = mma::int4_a(vn[lane], vn8[lane], s);
-      b[lane] = mma::int4_b(xw, s);
+      b[lane] = stream ? mma::int4_stream_b(xw, s) : mma::int4_b(xw, s);
     }
-    emulate_mma(d, a, b);
+    emulate_mma(d[stream ? s & 1 : 0], a, b);
   }
   for (int lane = 0; lane < 32; ++lane) {
     const std::uint32_t sp = pair(lane);
     const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(sp)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(sp >> 16));
-    for (int i = 0; i < 4; ++i) acc[lane][i] += d[lane][i] * (i < 2 ? sn : sn8);
+    for (int i = 0; i < 4; ++i) acc[lane][i] += (d[0][lane][i] + d[1][lane][i]) * (i < 2 ? sn : sn8);
   }
 }
 
@@ -194,30 +196,6 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
           return reinterpret_cast<const std::uint32_t*>(p.scales.data())[layout::scale_pair_index(p.k, tile, g, lane / 4)];
         },
         acc);
-  }
-}
-
-// One int4 group in the stream tiles, as the stream consumer multiplies it: B the activation
-// words as loaded, even and odd steps in two sums.
-void emulate_stream_int4_group(const std::uint32_t (&vn)[32][4], const std::uint32_t (&vn8)[32][4],
-                               const std::function<void(int, int, std::uint32_t (&)[4])>& x,
-                               const std::function<std::uint32_t(int)>& pair, float (&acc)[32][4]) {
-  float d[2][32][4] = {};
-  for (int s = 0; s < 8; ++s) {
-    mma::AFragment a[32];
-    mma::BFragment b[32];
-    for (int lane = 0; lane < 32; ++lane) {
-      std::uint32_t xw[4] = {};
-      x(lane, s / 2, xw);
-      a[lane] = mma::int4_a(vn[lane], vn8[lane], s);
-      b[lane] = mma::int4_stream_b(xw, s);
-    }
-    emulate_mma(d[s & 1], a, b);
-  }
-  for (int lane = 0; lane < 32; ++lane) {
-    const std::uint32_t sp = pair(lane);
-    const float sn = bf16_bits_to_float(static_cast<std::uint16_t>(sp)), sn8 = bf16_bits_to_float(static_cast<std::uint16_t>(sp >> 16));
-    for (int i = 0; i < 4; ++i) acc[lane][i] += (d[0][lane][i] + d[1][lane][i]) * (i < 2 ? sn : sn8);
   }
 }
 
@@ -277,7 +255,7 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
       for (int lane = 0; lane < 32 && seg.whole_groups(s); ++lane)  // the offsets the whole-group path uses
         for (int half = 0; half < 2; ++half)
           CHECK(st::int4_whole_slot_offset(j, half, lane / 4, lane % 4) == st::int4_slot_offset(seg, s, j, half, lane / 4, lane % 4));
-      emulate_stream_int4_group(
+      emulate_int4_group(
           vn, vn8,
           [&](int lane, int word, std::uint32_t (&xw)[4]) {
             if (lane % 4 < quads) x_words(lane, mma::int4_lane_x_k(g, lane % 4, word), xw);
@@ -287,7 +265,7 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
             std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(j, lane / 4), 4);
             return pair;
           },
-          acc);
+          acc, true);
     }
   }
 }
