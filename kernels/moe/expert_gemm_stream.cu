@@ -4,8 +4,9 @@
 // shared-memory stages for each of 8 consumer warps, dealing the unit-passes to the warps in
 // turn; each warp multiplies its stages on tensor cores as soon as they land and stores its
 // own sums. The bytes in flight live in shared memory, not in the registers of the warps that
-// compute, so the rings' depth does not trade against accumulators. int4 weights are read in
-// the mma fragment layout (int4_mma_layout.hpp), where a stage's codes are one copy.
+// compute, so the rings' depth does not trade against accumulators. Both formats are read in
+// the family's own tiles (int4_stream_layout.hpp, bf16_stream_layout.hpp), where a stage is one
+// copy.
 //
 // Under programmatic dependent launch: the shared experts' stages are streamed before the wait
 // (gate_up: while the route still runs; down: copied as gate_up's blocks leave their SMs); the
