@@ -93,12 +93,12 @@ else
   test_names=()
   for src in "$root"/tests/gpu/test_*.cpp "$root"/tests/gpu/test_*.cu; do
     name=$(basename "${src%.*}")
-    # Left out, each covered otherwise: test_bug_probes is `moebench selftest`, every mutation
-    # (sanitizer errors there are the bugs it plants; the clean probes run below as the
-    # default suite). test_run_isolation plants an illegal address and interrupts a run by
+    # Left out, each covered otherwise: test_bug_probes and test_ep_bug_probes run the bug
+    # probes under their mutations (sanitizer errors there are the bugs they plant; the clean
+    # probes run below as the default suite). test_run_isolation plants an illegal address and interrupts a run by
     # its timing. test_copy_probe checks the copy probe's percentages, which a slowed read
     # ceiling breaks; `moebench run copy` below runs the same kernels.
-    case $name in test_bug_probes|test_run_isolation|test_copy_probe) continue ;; esac
+    case $name in test_bug_probes|test_ep_bug_probes|test_run_isolation|test_copy_probe) continue ;; esac
     [[ -e "$src" ]] && test_names+=("$name")
   done
 fi

@@ -1,11 +1,10 @@
 // Every bug probe on the GPU, both ways: it passes on the engine as built, showing the evidence
 // that its hazard was forced, and under each mutation that restores its bug the checks named
 // for that mutation (probes/catch_plan.cpp) fail in every case (the selftest matrix, each row
-// in its own child process).
+// in its own child process). The expert-parallel probes' cases: test_ep_bug_probes.cpp.
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,46 +14,12 @@
 #include "probes/probe.hpp"
 #include "support/cli_runner.hpp"
 #include "support/gpu_test.hpp"
-
-namespace {
+#include "support/probe_runs.hpp"
 
 using nlohmann::json;
-
-json run_probe(const std::string& tag, std::vector<std::string> args) {
-  const auto dir = moe::test::scratch_dir(tag);
-  const std::string report = (dir / "report.json").string();
-  std::string command = moe::test::quote(moe::test::moebench_binary()) + " run";
-  for (const std::string& a : args) command += " " + moe::test::quote(a);
-  for (const char* a : {"--min-samples", "3", "--max-samples", "20", "--min-time", "0",
-                        "--no-kernel-timing", "--quiet"})
-    command += std::string(" ") + a;
-  command += " -o " + moe::test::quote(report) + " --fixtures " +
-             moe::test::quote(moe::test::fixtures_dir());
-  const auto r = moe::test::run_shell(command);
-  REQUIRE_MESSAGE(std::filesystem::exists(report), tag << " wrote no report (exit " << r.exit_code
-                                                       << "): " << r.err);
-  return json::parse(moe::test::read_text(report));
-}
-
-const json* find_check(const json& c, const std::string& name) {
-  for (const json& k : c.at("checks"))
-    if (k.at("name") == name) return &k;
-  return nullptr;
-}
-
-// Every required piece of evidence of `c` is `true`.
-void check_evidence_proven(const json& c) {
-  CAPTURE(c.at("key").get<std::string>());
-  CAPTURE(c.at("reason").get<std::string>());
-  REQUIRE(c.contains("required_evidence"));
-  CHECK_FALSE(c.at("required_evidence").empty());
-  for (const json& name : c.at("required_evidence")) {
-    CAPTURE(name.get<std::string>());
-    CHECK(c.at("evidence").value(name.get<std::string>(), false) == true);
-  }
-}
-
-}  // namespace
+using moe::test::check_evidence_proven;
+using moe::test::find_check;
+using moe::test::run_probe;
 
 TEST_CASE("selftest: each probe passes clean with its evidence and each mutation fails its named checks") {
   moe::test::test_device();
@@ -201,57 +166,4 @@ TEST_CASE("capture-replay records a sync inside a capture as a FAIL of no_sync_i
     REQUIRE(usable);
     CHECK(usable->at("passed") == true);
   }
-}
-
-// The cross-rank form of drop-after-inflight over two GPUs: clean, the receive blocks go to the
-// next owner only after the step, with the race proven forced; under ep-free-recv-early the
-// next owner gets them while the exchange is in flight and its bytes are overwritten.
-TEST_CASE("ep-drop-inflight passes clean with its evidence and fails under ep-free-recv-early") {
-  moe::test::test_device();
-  const moe::ProbeInfo& probe = moe::probe_by_name("ep-drop-inflight");
-  if (!probe.not_built.empty() || moe::Device::count() < 2) {
-    MESSAGE("skipped: ep-drop-inflight needs NCCL and two GPUs");
-    return;
-  }
-  const json clean = run_probe("ep-drop-inflight", {"ep-drop-inflight", "--devices", "0,1", "--timeout", "30"});
-  REQUIRE(clean.at("cases").size() == 1);
-  const json& c = clean.at("cases")[0];
-  CAPTURE(c.at("reason").get<std::string>());
-  CHECK(c.at("verdict") == "PASS");
-  check_evidence_proven(c);
-  CHECK(clean.at("environment").at("ranks").at("world") == 2);
-  const json bug = run_probe("ep-drop-inflight-bug", {"ep-drop-inflight", "--devices", "0,1", "--timeout", "30",
-                                                      "--mutation", "ep-free-recv-early"});
-  REQUIRE(bug.at("cases").size() == 1);
-  const json& b = bug.at("cases")[0];
-  CAPTURE(b.at("reason").get<std::string>());
-  CHECK(b.at("verdict") == "FAIL");
-  for (const std::string& name : moe::catch_targets(moe::info(moe::Mutation::ep_free_recv_early)).front().checks) {
-    CAPTURE(name);
-    const json* k = find_check(b, name);
-    REQUIRE(k);
-    CHECK(k->at("passed") == false);
-  }
-  CHECK(b.at("evidence").at("exchange_pending_while_successor_wrote") == true);
-}
-
-// ep-hang's two cases over two GPUs: a silent rank and a rank whose process ends after its
-// first exchange; the peers abort within --timeout either way.
-TEST_CASE("ep-hang: a silent rank and a rank that dies mid-step are both aborted within the timeout") {
-  moe::test::test_device();
-  const moe::ProbeInfo& probe = moe::probe_by_name("ep-hang");
-  if (!probe.not_built.empty() || moe::Device::count() < 2) {
-    MESSAGE("skipped: ep-hang needs NCCL and two GPUs");
-    return;
-  }
-  const json r = run_probe("ep-hang", {"ep-hang", "--devices", "0,1", "--timeout", "5"});
-  std::set<std::string> names;
-  for (const json& c : r.at("cases")) {
-    CAPTURE(c.at("name").get<std::string>());
-    CAPTURE(c.at("reason").get<std::string>());
-    names.insert(c.at("name").get<std::string>());
-    CHECK(c.at("verdict") == "PASS");
-    check_evidence_proven(c);
-  }
-  CHECK(names == std::set<std::string>{"silent-rank", "dead-rank"});
 }
