@@ -436,6 +436,17 @@ Shape shape_from_hf_config(const json& j, const std::string& origin,
     family = &assumed_routing_family(assume_routing);
     s.routing_assumed = true;
   }
+  // A routing key of the wrong type is refused by name even where this family does not read
+  // it: a config that says "8" for n_group is broken whichever family reads it.
+  for (const char* k : {"n_shared_experts", "num_shared_experts", "n_group", "topk_group"})
+    if (const Found f = optional(k); f.value && !f.value->is_number_integer())
+      throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
+                       f.value->dump());
+  if (const Found f = optional("norm_topk_prob"); f.value) (void)bool_value(*f.value, origin, f.field);
+  if (const Found f = optional("routed_scaling_factor"); f.value)
+    (void)number_value(*f.value, origin, f.field);
+  if (const Found f = optional("topk_method"); f.value) (void)string_value(*f.value, origin, f.field);
+  if (const Found f = optional("scoring_func"); f.value) (void)parse_scoring(*f.value, origin, f.field);
   s.routing_family = family->model_type;
   const std::string row = s.routing_assumed
                               ? "--assume-routing " + family->model_type

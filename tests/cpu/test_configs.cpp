@@ -137,7 +137,7 @@ TEST_CASE("moebench run refuses what the engine does not compute yet, naming the
     CHECK(res.exit_code == 0);
   }
   // A DeepSeek-V2-Lite-style config whose routing keys are at their plain values runs.
-  const json v2{{"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"n_routed_experts", 64},
+  const json v2{{"model_type", "deepseek_v2"}, {"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"n_routed_experts", 64},
                 {"num_experts_per_tok", 6}, {"n_shared_experts", 2}, {"n_group", 1},
                 {"topk_group", 1}, {"topk_method", "greedy"}, {"routed_scaling_factor", 1.0},
                 {"norm_topk_prob", false}, {"scoring_func", "softmax"}};
