@@ -10,12 +10,18 @@ namespace moe {
 // computes it. A config is read by its family's row: which keys the code reads and what it
 // does without them, so two families that share a key name never share a meaning by accident.
 
-// The shared-expert arrangement of a family's MoE block.
+// The shared-expert arrangement of a family's MoE block; `shared_key` names the config key.
 enum class SharedExperts {
-  none,                // no shared expert
-  counted,             // n_shared_experts MLPs of the routed width, added ungated (DeepSeek)
-  own_width_gated,     // one MLP of shared_expert_intermediate_size, times sigmoid(x . w) (Qwen2-MoE)
-  one_routed_width,    // one MLP of the routed width, added ungated, no count key (Llama-4)
+  none,              // no shared expert
+  counted,           // `shared_key` MLPs of the routed width (DeepSeek's n_shared_experts)
+  own_width,         // one MLP of width `shared_key` (0: none), e.g. shared_expert_intermediate_size
+  one_routed_width,  // one MLP of the routed width, no key (Llama-4)
+};
+
+// What scales the shared experts' output.
+enum class SharedGate {
+  none,     // added as it is
+  sigmoid,  // sigmoid(x . w) per token, w one more router row (Qwen2-MoE's shared_expert_gate)
 };
 
 // Whether the chosen experts' weights are divided by their sum.
@@ -40,6 +46,8 @@ struct RoutingFamily {
   Renormalize renormalize;
   bool routed_scaling;        // routed_scaling_factor scales the routed weights
   SharedExperts shared;
+  std::string shared_key;     // the config key of the count or width ("" for none, one_routed_width)
+  SharedGate shared_gate;
   bool weight_scales_input;   // the top-1 weight scales the expert's input (Llama-4)
   std::string activation;     // the experts' activation, as the code computes it
   std::string not_computed;   // non-empty: what the engine cannot compute for this family
@@ -60,6 +68,7 @@ std::string known_model_types();
 const RoutingFamily& assumed_routing_family(const std::string& family);
 
 std::string to_string(SharedExperts s);
+std::string to_string(SharedGate g);
 std::string to_string(Renormalize r);
 std::string to_string(Selection s);
 

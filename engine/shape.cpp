@@ -369,11 +369,10 @@ Shape shape_from_hf_config(const json& j, const std::string& origin,
                                               "n_experts", "num_routed_experts"};
   const std::vector<std::string> topk_names{"num_experts_per_tok", "experts_per_token",
                                             "moe_top_k", "num_selected_experts", "top_k",
-                                            "moe_k", "router_topk"};
+                                            "moe_k", "router_topk", "moe_topk"};
   const std::vector<std::string> hidden_names{"hidden_size", "d_model", "n_embd", "dim"};
   const std::vector<std::string> inter_names{"moe_intermediate_size", "expert_intermediate_size",
                                              "ffn_hidden_size", "intermediate_size"};
-  const std::vector<std::string> shared_names{"n_shared_experts", "num_shared_experts"};
 
   const Found experts = find_field(scopes, expert_names);
   if (!experts.value)
@@ -438,7 +437,9 @@ Shape shape_from_hf_config(const json& j, const std::string& origin,
   }
   // A routing key of the wrong type is refused by name even where this family does not read
   // it: a config that says "8" for n_group is broken whichever family reads it.
-  for (const char* k : {"n_shared_experts", "num_shared_experts", "n_group", "topk_group"})
+  for (const char* k : {"n_shared_experts", "num_shared_experts", "moe_num_shared_experts",
+                        "n_group", "topk_group", "shared_expert_intermediate_size",
+                        "shared_intermediate_size"})
     if (const Found f = optional(k); f.value && !f.value->is_number_integer())
       throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
                        f.value->dump());
@@ -460,7 +461,7 @@ Shape shape_from_hf_config(const json& j, const std::string& origin,
     case SharedExperts::none:
       break;
     case SharedExperts::counted:
-      if (const Found f = find_field(scopes, shared_names); f.value) {
+      if (const Found f = optional(family->shared_key.c_str()); f.value) {
         if (!f.value->is_number_integer())  // a boolean is not a count
           throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
                            f.value->dump());
@@ -468,19 +469,16 @@ Shape shape_from_hf_config(const json& j, const std::string& origin,
         from("shared_experts", f.field);
       }
       break;
-    case SharedExperts::own_width_gated:
-      if (const Found q = optional("shared_expert_intermediate_size"); q.value) {
+    case SharedExperts::own_width:
+      if (const Found q = optional(family->shared_key.c_str()); q.value) {
         if (!q.value->is_number_integer())
-          throw UsageError(origin + ": field \"shared_expert_intermediate_size\" must be an "
-                           "integer, got " + q.value->dump());
-        if (q.value->get<long long>() != 0) {
-          // One shared MLP of its own width; its sigmoid gate has no key to turn it off.
+          throw UsageError(origin + ": field \"" + q.field + "\" must be an integer, got " +
+                           q.value->dump());
+        if (q.value->get<long long>() != 0) {  // 0: the family builds no shared MLP
           s.shared_experts = 1;
           s.shared_expert_inter = config_int(*q.value, origin, q.field);
           from("shared_expert_inter", q.field);
-          s.source_keys["shared_experts"] = "shared_expert_intermediate_size";
-          s.shared_expert_gate = true;
-          s.source_keys["shared_expert_gate"] = row;
+          s.source_keys["shared_experts"] = q.field;
         }
       }
       break;
@@ -489,6 +487,11 @@ Shape shape_from_hf_config(const json& j, const std::string& origin,
       s.source_keys["shared_experts"] = row;
       provenance.push_back("shared_experts<-model_type");
       break;
+  }
+  // The gate is the family's code, never a key: Qwen2-MoE's has no switch to turn it off.
+  if (family->shared_gate == SharedGate::sigmoid && s.shared_experts > 0) {
+    s.shared_expert_gate = true;
+    s.source_keys["shared_expert_gate"] = row;
   }
   if (family->weight_scales_input) {
     s.weight_scales_input = true;
