@@ -92,7 +92,7 @@ std::vector<RoutingFamily> build_table() {
        "and a router bias",
        source("gpt_oss", "modular_gpt_oss.py")},
       // PhimoeTopKRouter: sparsemixer, two masked softmaxes, one per chosen expert.
-      {"phimoe", Scoring::softmax, Selection::greedy, false, Renormalize::never, false, none, "",
+      {"phimoe", Scoring::softmax, Selection::greedy, false, Renormalize::always, false, none, "",
        ungated, false, silu,
        "model_type \"phimoe\": SparseMixer top-2 weights (router_jitter_noise), not a softmax "
        "over the top-k",

@@ -72,7 +72,7 @@ const Want kWants[] = {
     {"granitemoe", Scoring::softmax, "greedy", true, 0, 0, false, 1.0, false, false},
     {"granitemoeshared", Scoring::softmax, "greedy", true, 1, 1024, false, 1.0, false, false},
     {"gpt_oss", Scoring::softmax, "greedy", true, 0, 0, false, 1.0, false, true},
-    {"phimoe", Scoring::softmax, "greedy", false, 0, 0, false, 1.0, false, true},
+    {"phimoe", Scoring::softmax, "greedy", true, 0, 0, false, 1.0, false, true},
     {"hunyuan_v1_moe", Scoring::softmax, "greedy", true, 0, 0, false, 1.0, false, true},
 };
 
