@@ -8,6 +8,7 @@
 
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
+#include "engine/routing_family.hpp"
 
 namespace moe {
 
@@ -27,7 +28,7 @@ const std::set<std::string> kShapeFields{
     "top_k",       "shared_experts",  "scoring",             "renormalize",
     "description", "n_group",         "topk_group",          "topk_method",
     "routed_scaling_factor",          "shared_expert_inter", "shared_expert_gate",
-    "weight_scales_input",            "not_computed"};
+    "weight_scales_input",            "not_computed",        "routing_assumed"};
 
 int int_field(const json& j, const std::string& key, const std::string& origin, bool required,
               int fallback = 0) {
@@ -182,6 +183,8 @@ json Shape::to_json() const {
   if (shared_expert_gate) j["shared_expert_gate"] = true;
   if (weight_scales_input) j["weight_scales_input"] = true;
   if (!other_not_computed.empty()) j["not_computed"] = other_not_computed;
+  // Only an assumption is written: a report must say its routing was not the config's own.
+  if (routing_assumed) j["routing_assumed"] = routing_family;
   return j;
 }
 
@@ -332,6 +335,10 @@ Shape parse_shape_json(const json& j, const std::string& origin) {
       throw UsageError(origin + ": field \"not_computed\" must be an array of strings");
     s.other_not_computed = v.get<std::vector<std::string>>();
   }
+  if (j.contains("routing_assumed")) {
+    s.routing_family = string_value(j.at("routing_assumed"), origin, "routing_assumed");
+    s.routing_assumed = true;
+  }
   s.source = origin;
   validate_shape(s, origin);
   return s;
@@ -353,7 +360,8 @@ std::string config_name(const json& j, const std::string& origin) {
   return name.empty() ? "config" : name;
 }
 
-Shape shape_from_hf_config(const json& j, const std::string& origin) {
+Shape shape_from_hf_config(const json& j, const std::string& origin,
+                           const std::string& assume_routing) {
   if (!j.is_object()) throw UsageError(origin + ": a config must be a JSON object");
   const auto scopes = hf_scopes(j);
   const std::vector<std::string> expert_names{"n_routed_experts", "num_experts",
@@ -361,11 +369,10 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
                                               "n_experts", "num_routed_experts"};
   const std::vector<std::string> topk_names{"num_experts_per_tok", "experts_per_token",
                                             "moe_top_k", "num_selected_experts", "top_k",
-                                            "moe_k", "router_topk"};
+                                            "moe_k", "router_topk", "moe_topk"};
   const std::vector<std::string> hidden_names{"hidden_size", "d_model", "n_embd", "dim"};
   const std::vector<std::string> inter_names{"moe_intermediate_size", "expert_intermediate_size",
                                              "ffn_hidden_size", "intermediate_size"};
-  const std::vector<std::string> shared_names{"n_shared_experts", "num_shared_experts"};
 
   const Found experts = find_field(scopes, expert_names);
   if (!experts.value)
@@ -413,67 +420,125 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
   s.moe_inter = inter;
   from("moe_inter", inter_field);
 
-  if (const Found f = find_field(scopes, shared_names); f.value) {
-    if (!f.value->is_number_integer())  // a boolean is not a count
+  // The routing semantics come from the family's row, never from a key another family happens
+  // to share: a config of an unknown family is refused unless the user names what to assume.
+  const RoutingFamily* family = find_routing_family(model_type);
+  const std::string type_text = model_type.empty() ? "(none)" : "\"" + model_type + "\"";
+  if (family && !assume_routing.empty() && assume_routing != model_type)
+    throw UsageError(origin + ": model_type " + type_text + " is in the routing table; "
+                     "--assume-routing " + assume_routing + " would compute it as another family");
+  if (!family) {
+    if (assume_routing.empty())
+      throw UsageError(origin + ": model_type " + type_text + " is not in the routing table "
+                       "(known: " + known_model_types() + "); to read it as one of them, pass "
+                       "--assume-routing MODEL_TYPE");
+    family = &assumed_routing_family(assume_routing);
+    s.routing_assumed = true;
+  }
+  // A routing key of the wrong type is refused by name even where this family does not read
+  // it: a config that says "8" for n_group is broken whichever family reads it.
+  for (const char* k : {"n_shared_experts", "num_shared_experts", "moe_num_shared_experts",
+                        "n_group", "topk_group", "shared_expert_intermediate_size",
+                        "shared_intermediate_size"})
+    if (const Found f = optional(k); f.value && !f.value->is_number_integer())
       throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
                        f.value->dump());
-    s.shared_experts = config_int(*f.value, origin, f.field);
-    from("shared_experts", f.field);
-  }
-  if (const Found q = optional("shared_expert_intermediate_size"); q.value) {
-    if (!q.value->is_number_integer())
-      throw UsageError(origin + ": field \"shared_expert_intermediate_size\" must be an "
-                       "integer, got " + q.value->dump());
-    const long long width = q.value->get<long long>();
-    if (width != 0) {
-      // Qwen2-MoE: one shared MLP of its own width, and a sigmoid gate on its output
-      // (Qwen2MoeSparseMoeBlock.shared_expert_gate, which no key turns off).
-      s.shared_experts = std::max(s.shared_experts, 1);
-      s.shared_expert_inter = config_int(*q.value, origin, q.field);
-      from("shared_expert_inter", q.field);
-      s.source_keys["shared_experts"] = "shared_expert_intermediate_size";
-      if (model_type == "qwen2_moe") {
-        s.shared_expert_gate = true;
-        s.source_keys["shared_expert_gate"] = "shared_expert_gate (model_type \"qwen2_moe\")";
+  if (const Found f = optional("norm_topk_prob"); f.value) (void)bool_value(*f.value, origin, f.field);
+  if (const Found f = optional("routed_scaling_factor"); f.value)
+    (void)number_value(*f.value, origin, f.field);
+  if (const Found f = optional("topk_method"); f.value) (void)string_value(*f.value, origin, f.field);
+  if (const Found f = optional("scoring_func"); f.value) (void)parse_scoring(*f.value, origin, f.field);
+  s.routing_family = family->model_type;
+  const std::string row = s.routing_assumed
+                              ? "--assume-routing " + family->model_type
+                              : "model_type \"" + family->model_type + "\" (routing table)";
+  provenance.push_back(std::string(s.routing_assumed ? "routing<-assumed " : "routing<-") +
+                       family->model_type);
+  s.scoring = family->scoring;
+  s.source_keys["scoring"] = row;
+
+  switch (family->shared) {
+    case SharedExperts::none:
+      break;
+    case SharedExperts::counted:
+      if (const Found f = optional(family->shared_key.c_str()); f.value) {
+        if (!f.value->is_number_integer())  // a boolean is not a count
+          throw UsageError(origin + ": field \"" + f.field + "\" must be an integer, got " +
+                           f.value->dump());
+        s.shared_experts = config_int(*f.value, origin, f.field);
+        from("shared_experts", f.field);
       }
+      break;
+    case SharedExperts::own_width:
+      if (const Found q = optional(family->shared_key.c_str()); q.value) {
+        if (!q.value->is_number_integer())
+          throw UsageError(origin + ": field \"" + q.field + "\" must be an integer, got " +
+                           q.value->dump());
+        if (q.value->get<long long>() != 0) {  // 0: the family builds no shared MLP
+          s.shared_experts = 1;
+          s.shared_expert_inter = config_int(*q.value, origin, q.field);
+          from("shared_expert_inter", q.field);
+          s.source_keys["shared_experts"] = q.field;
+        }
+      }
+      break;
+    case SharedExperts::one_routed_width:
+      s.shared_experts = 1;
+      s.source_keys["shared_experts"] = row;
+      provenance.push_back("shared_experts<-model_type");
+      break;
+  }
+  // The gate is the family's code, never a key: Qwen2-MoE's has no switch to turn it off.
+  if (family->shared_gate == SharedGate::sigmoid && s.shared_experts > 0) {
+    s.shared_expert_gate = true;
+    s.source_keys["shared_expert_gate"] = row;
+  }
+  if (family->weight_scales_input) {
+    s.weight_scales_input = true;
+    s.source_keys["weight_scales_input"] = row;
+  }
+  switch (family->renormalize) {
+    case Renormalize::always:
+      s.renormalize = true;
+      s.source_keys["renormalize"] = row;
+      break;
+    case Renormalize::never:
+      s.renormalize = false;
+      s.source_keys["renormalize"] = row;
+      break;
+    case Renormalize::by_key:
+      s.renormalize = false;  // the config classes' default
+      s.source_keys["renormalize"] = row;
+      if (const Found f = optional("norm_topk_prob"); f.value) {
+        s.renormalize = bool_value(*f.value, origin, f.field);
+        from("renormalize", f.field);
+      }
+      break;
+  }
+  if (family->selection != Selection::greedy) {
+    if (const Found f = optional("n_group"); f.value) {
+      if (!f.value->is_number_integer())
+        throw UsageError(origin + ": field \"n_group\" must be an integer, got " + f.value->dump());
+      s.n_group = config_int(*f.value, origin, f.field);
+    }
+    if (const Found f = optional("topk_group"); f.value) {
+      if (!f.value->is_number_integer())
+        throw UsageError(origin + ": field \"topk_group\" must be an integer, got " +
+                         f.value->dump());
+      s.topk_group = config_int(*f.value, origin, f.field);
     }
   }
-  if (model_type == "llama4_text" || model_type == "llama4") {
-    // Llama-4: a shared expert of the routed width in every MoE layer, with no count key, and
-    // routing by the sigmoid of the top-1 logit, which scales the expert's input.
-    s.shared_experts = 1;
-    s.source_keys["shared_experts"] = "model_type \"" + model_type + "\" (its shared_expert)";
-    s.scoring = kernels::Scoring::sigmoid;
-    s.renormalize = false;
-    s.source_keys["scoring"] = s.source_keys["renormalize"] = "model_type \"" + model_type + "\"";
-    s.weight_scales_input = true;
-    s.source_keys["weight_scales_input"] = "model_type \"" + model_type + "\" (sigmoid top-1 router)";
-    provenance.push_back("shared_experts<-model_type");
+  if (family->selection == Selection::noaux_tc) {
+    s.topk_method = "noaux_tc";
+    s.source_keys["topk_method"] = row;
+  } else if (family->selection == Selection::by_key) {
+    if (const Found f = optional("topk_method"); f.value)
+      s.topk_method = string_value(*f.value, origin, f.field);
   }
-  if (const Found f = optional("scoring_func"); f.value) {
-    s.scoring = parse_scoring(*f.value, origin, f.field);
-    from("scoring", f.field);
-  }
-  if (const Found f = optional("norm_topk_prob"); f.value) {
-    s.renormalize = bool_value(*f.value, origin, f.field);
-    from("renormalize", f.field);
-  }
-  // DeepSeek-V2/V3 routing: groups, the selection method and a scale of the routed sum.
-  if (const Found f = optional("n_group"); f.value) {
-    if (!f.value->is_number_integer())
-      throw UsageError(origin + ": field \"n_group\" must be an integer, got " + f.value->dump());
-    s.n_group = config_int(*f.value, origin, f.field);
-  }
-  if (const Found f = optional("topk_group"); f.value) {
-    if (!f.value->is_number_integer())
-      throw UsageError(origin + ": field \"topk_group\" must be an integer, got " +
-                       f.value->dump());
-    s.topk_group = config_int(*f.value, origin, f.field);
-  }
-  if (const Found f = optional("topk_method"); f.value)
-    s.topk_method = string_value(*f.value, origin, f.field);
-  if (const Found f = optional("routed_scaling_factor"); f.value)
-    s.routed_scaling_factor = number_value(*f.value, origin, f.field);
+  if (family->routed_scaling)
+    if (const Found f = optional("routed_scaling_factor"); f.value)
+      s.routed_scaling_factor = number_value(*f.value, origin, f.field);
+  if (!family->not_computed.empty()) s.other_not_computed.push_back(family->not_computed);
   // Other keys that change what a layer computes.
   if (const Found f = optional("hidden_act"); f.value) {
     const std::string act = string_value(*f.value, origin, f.field);
@@ -483,24 +548,22 @@ Shape shape_from_hf_config(const json& j, const std::string& origin) {
   if (const Found f = optional("swiglu_limit"); f.value)
     s.other_not_computed.push_back("swiglu_limit = " + number_value_text(*f.value, origin, f.field) +
                                    ": a clamped SwiGLU (gpt-oss)");
-  if (model_type == "phimoe")
-    s.other_not_computed.push_back(
-        "model_type = \"phimoe\": SparseMixer top-2 weights (router_jitter_noise), not a "
-        "softmax over the top-k");
 
   s.name = config_name(j, origin);
-  s.description = "derived from " + origin + " (" + join(provenance) + ")";
+  s.description = "derived from " + origin + " (" + join(provenance) + ")" +
+                  (s.routing_assumed ? "; routing assumed as " + s.routing_family + " (--assume-routing)"
+                                     : "");
   s.source = origin;
   validate_shape(s, origin);
   return s;
 }
 
-Shape load_shape_file(const std::filesystem::path& file) {
+Shape load_shape_file(const std::filesystem::path& file, const std::string& assume_routing) {
   const json j = read_json_file(file.string(), "shape file");
   // A moebench shape file has "moe_inter"; anything else is read as a model's config.json.
   if (j.is_object() && (j.contains("moe_inter") || (j.contains("top_k") && j.contains("experts"))))
     return parse_shape_json(j, file.string());
-  return shape_from_hf_config(j, file.string());
+  return shape_from_hf_config(j, file.string(), assume_routing);
 }
 
 std::vector<Shape> load_shape_library(const std::filesystem::path& dir) {
@@ -521,12 +584,13 @@ std::vector<Shape> load_shape_library(const std::filesystem::path& dir) {
   return shapes;
 }
 
-Shape resolve_shape(const std::string& spec, const std::vector<Shape>& library) {
+Shape resolve_shape(const std::string& spec, const std::vector<Shape>& library,
+                    const std::string& assume_routing) {
   for (const Shape& s : library)
     if (s.name == spec) return s;
   const bool looks_like_path = spec.find('/') != std::string::npos ||
                                spec.ends_with(".json");
-  if (looks_like_path) return load_shape_file(spec);
+  if (looks_like_path) return load_shape_file(spec, assume_routing);
   std::string valid;
   for (const Shape& s : library) valid += (valid.empty() ? "" : ", ") + s.name;
   throw UsageError("unknown shape '" + spec + "'; valid: " + valid +

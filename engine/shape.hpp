@@ -33,6 +33,10 @@ struct Shape {
   int shared_expert_inter = 0;         // the shared experts' own width (0: moe_inter)
   bool shared_expert_gate = false;     // Qwen2-MoE: sigmoid(x . w) scales the shared output
   bool weight_scales_input = false;    // Llama-4: sigmoid(top-1 logit) scales the expert input
+  // The routing table's family a config was read as (engine/routing_family.hpp), and whether
+  // the user assumed it (--assume-routing) for a model_type the table does not have.
+  std::string routing_family;
+  bool routing_assumed = false;
   // Other features of the config the engine does not compute, each "key = value: what".
   std::vector<std::string> other_not_computed;
 
@@ -58,13 +62,20 @@ struct Shape {
 // Reads a moebench shape file. Errors (UsageError) name the file, the field and the rule:
 // malformed JSON, unknown or missing fields, wrong types, non-positive sizes, top_k above the
 // expert count, sizes the kernels' 16-byte loads cannot take.
-Shape load_shape_file(const std::filesystem::path& file);
+// `assume_routing` (--assume-routing): the routing table's family to read a config of an
+// unknown model_type as; empty refuses such a config.
+Shape load_shape_file(const std::filesystem::path& file, const std::string& assume_routing = "");
 Shape parse_shape_json(const nlohmann::json& j, const std::string& origin);
 
 // Derives a shape from a Hugging Face config.json, whichever naming the model family uses
 // (n_routed_experts / num_experts / num_local_experts / ..., nested text_config, ffn_config).
-// A config naming no experts is refused with the list of fields that were looked for.
-Shape shape_from_hf_config(const nlohmann::json& j, const std::string& origin);
+// A config naming no experts is refused with the list of fields that were looked for. The routing
+// (scoring, selection, renormalisation, scaling, shared experts and their gate) is its
+// model_type's row of the routing table (engine/routing_family.hpp); a model_type not in the
+// table is refused naming it and the known ones, unless `assume_routing` names a row to use,
+// which the shape records (routing_assumed).
+Shape shape_from_hf_config(const nlohmann::json& j, const std::string& origin,
+                           const std::string& assume_routing = "");
 
 // Checks the rules every shape must meet; `origin` prefixes the message, which names each field
 // by the key it was read from (Shape::key_of).
@@ -79,6 +90,7 @@ std::vector<Shape> load_shape_library(const std::filesystem::path& dir);
 
 // `spec` is a shape name from the library, or a path to a shape file or a config.json.
 // Unknown names raise UsageError listing the valid ones.
-Shape resolve_shape(const std::string& spec, const std::vector<Shape>& library);
+Shape resolve_shape(const std::string& spec, const std::vector<Shape>& library,
+                    const std::string& assume_routing = "");
 
 }  // namespace moe

@@ -44,6 +44,8 @@ echo '{"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
 echo '{"model_type": "mixtral", "hidden_size": "4096", "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2}' >config-string-hidden.json
 echo '{"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_local_experts": 4294967304, "num_experts_per_tok": 2}' >config-experts-wrap.json
 echo '{"model_type": "qwen2_moe", "hidden_size": 2048, "moe_intermediate_size": 0, "num_experts": 60, "num_experts_per_tok": 4, "shared_expert_intermediate_size": 5632}' >config-zero-inter.json
+echo '{"model_type": "dbrx", "d_model": 6144, "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}}' >config-unknown-family.json
+echo '{"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2}' >config-mixtral.json
 mkdir -p cfgdir && cp config-dense.json cfgdir/config.json
 
 report_src=$root/tests/data/reports/h200-copy.json
@@ -192,6 +194,9 @@ config.json without top-k	run --shape config-no-topk.json
 config.json hidden as string	run --shape config-string-hidden.json
 config.json experts 2^32+8	run --shape config-experts-wrap.json
 config.json zero expert width	run --shape config-zero-inter.json
+config.json model_type not in the routing table	run --shape config-unknown-family.json
+--assume-routing not a known family	run --shape config-unknown-family.json --assume-routing nosuch
+--assume-routing on a known family	run --shape config-mixtral.json --assume-routing qwen2_moe
 list nosuch	list nosuch
 list --fixtures missing	list --fixtures /nonexistent
 env --device -1	env --device -1

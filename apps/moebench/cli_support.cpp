@@ -44,6 +44,12 @@ void refuse_duplicates(const std::string& option, const std::vector<std::string>
         throw UsageError(option + " '" + values[i] + "' is given twice: each value once");
 }
 
+const char* const kAssumeRoutingHelp =
+    "For a config.json whose model_type is not in the routing table: read its routing as this "
+    "known model_type's (e.g. --assume-routing qwen2_moe: softmax, norm_topk_prob, a "
+    "sigmoid-gated shared expert). The shape and the report record the assumption. Known: see "
+    "docs/configs.md";
+
 const char* const kFixturesHelp =
     "Folder with shapes/ and cases/. Looked for in this order: this option, then "
     "MOEBENCH_FIXTURES, then ../share/moebench/fixtures beside the binary (an installed "

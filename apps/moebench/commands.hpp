@@ -49,5 +49,7 @@ void refuse_duplicates(const std::string& option, const std::vector<std::string>
 FixturesLocation find_fixtures(const std::string& flag);
 // --fixtures' help, the same for every command that takes it: the lookup order.
 extern const char* const kFixturesHelp;
+// --assume-routing's help, the same for `run` and `list`.
+extern const char* const kAssumeRoutingHelp;
 
 }  // namespace moe::cli

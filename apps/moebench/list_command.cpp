@@ -28,6 +28,12 @@ void print_parsed_shape(const Shape& s) {
   std::printf("shape %s (%s)\n%s", report::escape_terminal(s.name).c_str(),
               report::escape_terminal(s.source.empty() ? "library" : s.source).c_str(),
               report::format_columns(rows, report::kMaxLineChars).c_str());
+  if (s.routing_assumed)
+    std::printf("routing ASSUMED as %s (--assume-routing): the config's model_type is not in the "
+                "routing table\n", report::escape_terminal(s.routing_family).c_str());
+  else if (!s.routing_family.empty())
+    std::printf("routing of model_type %s (routing table)\n",
+                report::escape_terminal(s.routing_family).c_str());
   const std::vector<std::string> missing = s.not_computed();
   if (missing.empty()) {
     std::printf("runs as parsed\n");
@@ -44,13 +50,14 @@ void print_parsed_shape(const Shape& s) {
 }
 
 int list(const std::string& what, const std::string& fixtures,
-         const std::vector<std::string>& shape_specs) {
+         const std::vector<std::string>& shape_specs, const std::string& assume_routing) {
   const bool all = what.empty();
   if (!shape_specs.empty()) {
     if (what != "shapes") throw UsageError("--shape goes with 'list shapes'");
     const auto library = shape_library(find_fixtures(fixtures).dir);
     std::vector<Shape> shapes;
-    for (const std::string& spec : shape_specs) shapes.push_back(resolve_shape(spec, library));
+    for (const std::string& spec : shape_specs)
+      shapes.push_back(resolve_shape(spec, library, assume_routing));
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       if (i) std::printf("\n");
       print_parsed_shape(shapes[i]);
@@ -131,6 +138,7 @@ Command add_list_command(CLI::App& app) {
   auto what = std::make_shared<std::string>();
   auto fixtures = std::make_shared<std::string>();
   auto shapes = std::make_shared<std::vector<std::string>>();
+  auto assume_routing = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("list", "List probes, shapes, mutations or engine switches, one line each");
   cmd->add_option("what", *what, "probes, shapes, mutations or switches (default: all four)");
   cmd->add_option("--fixtures", *fixtures, kFixturesHelp);
@@ -138,7 +146,10 @@ Command add_list_command(CLI::App& app) {
                   "With 'list shapes': show these shapes as parsed (names, shape files or a "
                   "model's config.json; comma-separated), every field and where it came from")
       ->delimiter(',');
-  return {cmd, [what, fixtures, shapes] { return list(*what, *fixtures, *shapes); }};
+  cmd->add_option("--assume-routing", *assume_routing, kAssumeRoutingHelp);
+  return {cmd, [what, fixtures, shapes, assume_routing] {
+            return list(*what, *fixtures, *shapes, *assume_routing);
+          }};
 }
 
 }  // namespace moe::cli

@@ -106,6 +106,7 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
                  "Shape names, or paths to a shape file or a model's config.json "
                  "(comma-separated; default: per probe)")
       ->delimiter(',');
+  run.add_option("--assume-routing", r.assume_routing, kAssumeRoutingHelp);
   run.add_option("--m", m_text,
                  "Tokens per forward, 1..65536, comma-separated (default: per probe)");
   run.add_option("--weight-format", r.weight_formats, "bf16, int4 (default: both)")

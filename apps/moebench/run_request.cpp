@@ -171,7 +171,8 @@ RunOptions resolve_run_options(const RunRequest& r, std::vector<const ProbeInfo*
   std::error_code ec;
   if (!r.shapes.empty()) {
     const auto library = shape_library(o.fixtures_dir);
-    for (const std::string& s : r.shapes) o.shapes.push_back(resolve_shape(s, library));
+    for (const std::string& s : r.shapes)
+      o.shapes.push_back(resolve_shape(s, library, r.assume_routing));
     o.user_set_shapes = true;
     refuse_shape_name_clash(o.shapes);
     // Routing a config asks for that the route kernel does not compute is refused by key.
@@ -367,6 +368,7 @@ std::vector<std::string> run_arguments(const RunRequest& r) {
   std::vector<std::string> a{"run"};
   a.insert(a.end(), r.probes.begin(), r.probes.end());
   if (!r.shapes.empty()) a.insert(a.end(), {"--shape", join(r.shapes)});
+  if (!r.assume_routing.empty()) a.insert(a.end(), {"--assume-routing", r.assume_routing});
   if (!r.ms.empty()) a.insert(a.end(), {"--m", join(r.ms)});
   if (!r.weight_formats.empty()) a.insert(a.end(), {"--weight-format", join(r.weight_formats)});
   if (!r.modes.empty()) a.insert(a.end(), {"--mode", join(r.modes)});

@@ -15,6 +15,7 @@ namespace moe::cli {
 struct RunRequest {
   std::vector<std::string> probes;  // empty: the default suite
   std::vector<std::string> shapes;
+  std::string assume_routing;  // --assume-routing: the routing family for an unknown model_type
   std::vector<int> ms;
   std::vector<std::string> weight_formats;
   std::vector<std::string> modes;

@@ -156,7 +156,7 @@ TEST_CASE("moebench run: two shapes with one name, and a value given twice, are 
   for (const char* model : {"a", "b"}) {
     fs::create_directories(dir / model);
     std::ofstream(dir / model / "config.json")
-        << json{{"_name_or_path", "org/same-name"}, {"hidden_size", 2048},
+        << json{{"model_type", "qwen3_moe"}, {"_name_or_path", "org/same-name"}, {"hidden_size", 2048},
                 {"moe_intermediate_size", 768}, {"num_experts", 128},
                 {"num_experts_per_tok", model[0] == 'a' ? 8 : 4}}
                .dump();

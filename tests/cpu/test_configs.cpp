@@ -108,17 +108,19 @@ TEST_CASE("moebench run refuses what the engine does not compute yet, naming the
   (scout2.contains("text_config") ? scout2["text_config"] : scout2)["num_experts_per_tok"] = 2;
   const std::string scout2_file = (dir / "scout-top2.json").string();
   std::ofstream(scout2_file) << scout2.dump();
-  // A topk_method the engine does not know.
-  json v3 = json::parse(moe::test::read_text(config("DeepSeek-V3")));
-  v3["topk_method"] = "sinkhorn";
-  const std::string v3_file = (dir / "v3-sinkhorn.json").string();
-  std::ofstream(v3_file) << v3.dump();
+  // A topk_method the engine does not know, in a family that reads the key (DeepseekV2Moe;
+  // DeepseekV3MoE always chooses by noaux_tc, whatever topk_method says).
+  json sinkhorn = json::parse(
+      moe::test::read_text(fs::path(MOEBENCH_TEST_DATA_DIR) / "routing" / "deepseek_v2.json"));
+  sinkhorn["topk_method"] = "sinkhorn";
+  const std::string v2_file = (dir / "v2-sinkhorn.json").string();
+  std::ofstream(v2_file) << sinkhorn.dump();
   const Refused refused[] = {
       {config("gpt-oss-20b"), {"swiglu_limit = 7.0"}},
       {config("Phi-3.5-MoE-instruct"), {"phimoe", "SparseMixer"}},
       {odd_file, {"shared_expert_intermediate_size = 5664", "not a whole multiple of moe_intermediate_size = 1408"}},
       {scout2_file, {"num_experts_per_tok = 2", "only at top-1"}},
-      {v3_file, {"topk_method = \"sinkhorn\""}},
+      {v2_file, {"topk_method = \"sinkhorn\""}},
   };
   for (const Refused& r : refused) {
     CAPTURE(r.file);
@@ -137,7 +139,7 @@ TEST_CASE("moebench run refuses what the engine does not compute yet, naming the
     CHECK(res.exit_code == 0);
   }
   // A DeepSeek-V2-Lite-style config whose routing keys are at their plain values runs.
-  const json v2{{"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"n_routed_experts", 64},
+  const json v2{{"model_type", "deepseek_v2"}, {"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"n_routed_experts", 64},
                 {"num_experts_per_tok", 6}, {"n_shared_experts", 2}, {"n_group", 1},
                 {"topk_group", 1}, {"topk_method", "greedy"}, {"routed_scaling_factor", 1.0},
                 {"norm_topk_prob", false}, {"scoring_func", "softmax"}};

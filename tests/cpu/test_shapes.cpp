@@ -120,7 +120,7 @@ TEST_CASE("Hugging Face configs: each family's naming gives the same kind of sha
     CHECK(moe::shape_from_hf_config(cfg, "deepseek-v2-lite.json").name == "deepseek-v2-lite");
   }
   SUBCASE("Mixtral: num_local_experts and the plain intermediate_size") {
-    const json cfg{{"_name_or_path", "mistralai/Mixtral-8x7B-v0.1"}, {"hidden_size", 4096},
+    const json cfg{{"model_type", "mixtral"}, {"_name_or_path", "mistralai/Mixtral-8x7B-v0.1"}, {"hidden_size", 4096},
                    {"intermediate_size", 14336}, {"num_local_experts", 8},
                    {"num_experts_per_tok", 2}};
     const Shape s = moe::shape_from_hf_config(cfg, "config.json");
@@ -130,14 +130,14 @@ TEST_CASE("Hugging Face configs: each family's naming gives the same kind of sha
     CHECK(s.shared_experts == 0);
   }
   SUBCASE("gpt-oss: experts_per_token") {
-    const json cfg{{"hidden_size", 2880}, {"intermediate_size", 2880},
+    const json cfg{{"model_type", "gpt_oss"}, {"hidden_size", 2880}, {"intermediate_size", 2880},
                    {"num_local_experts", 32}, {"experts_per_token", 4}};
     const Shape s = moe::shape_from_hf_config(cfg, "gpt-oss/config.json");
     CHECK(s.top_k == 4);
     CHECK(s.name == "gpt-oss");
   }
   SUBCASE("Qwen2-MoE: one shared expert of its own width, kept as that width") {
-    const json cfg{{"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"num_experts", 60},
+    const json cfg{{"model_type", "qwen2_moe"}, {"hidden_size", 2048}, {"moe_intermediate_size", 1408}, {"num_experts", 60},
                    {"num_experts_per_tok", 4}, {"shared_expert_intermediate_size", 5000 + 24}};
     const Shape s = moe::shape_from_hf_config(cfg, "config.json");
     CHECK(s.shared_experts == 1);
@@ -149,13 +149,15 @@ TEST_CASE("Hugging Face configs: each family's naming gives the same kind of sha
     const json cfg{{"d_model", 6144},
                    {"ffn_config", {{"moe_num_experts", 16}, {"moe_top_k", 4},
                                    {"ffn_hidden_size", 10752}}}};
-    const Shape s = moe::shape_from_hf_config(cfg, "config.json");
+    // dbrx is not in the routing table: read with an assumed family, and recorded so.
+    const Shape s = moe::shape_from_hf_config(cfg, "config.json", "mixtral");
+    CHECK(s.routing_assumed);
     CHECK(s.experts == 16);
     CHECK(s.top_k == 4);
     CHECK(s.moe_inter == 10752);
   }
   SUBCASE("a multimodal wrapper: fields in text_config") {
-    const json cfg{{"text_config", {{"hidden_size", 2048}, {"moe_intermediate_size", 768},
+    const json cfg{{"text_config", {{"model_type", "qwen3_moe"}, {"hidden_size", 2048}, {"moe_intermediate_size", 768},
                                     {"num_experts", 128}, {"num_experts_per_tok", 8}}}};
     CHECK(moe::shape_from_hf_config(cfg, "config.json").experts == 128);
   }
@@ -176,7 +178,7 @@ TEST_CASE("--shape accepts a path to a model's config.json") {
   const auto lib = moe::load_shape_library(kShapes);
   const fs::path dir = fs::temp_directory_path() / ("moebench-cfg-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << json{{"hidden_size", 2048},
+  std::ofstream(dir / "config.json") << json{{"model_type", "qwen3_moe"}, {"hidden_size", 2048},
                                              {"moe_intermediate_size", 768},
                                              {"num_experts", 128},
                                              {"num_experts_per_tok", 8}}
