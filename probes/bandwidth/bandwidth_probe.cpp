@@ -16,6 +16,7 @@
 #include "engine/engine.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/bandwidth/cublas_peer.hpp"
+#include "probes/bandwidth/step_flops.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/evidence.hpp"
 #include "probes/evidence_rules.hpp"
@@ -188,6 +189,9 @@ void run_bandwidth_probe(ProbeState& state) {
         c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
         c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
         c.metrics["host_us"] = metric(meas.host_time().median, "us");
+        const double flops = layer_flops(engine.layer(0).config().dims, m) * plan.layers;
+        c.metrics["flops"] = metric(flops, "FLOP");
+        c.metrics["tflops"] = metric(flops / median_s * 1e-12, "TFLOP/s");
         if (peer_figure)
           peer_figure->add_to(c, meas.gpu_time().median, plan.layers, state.options().peer_required);
         c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
