@@ -121,6 +121,11 @@ int selftest(const SelftestRequest& req) {
   if (adapter) refusal = [&](const ProbeInfo& p) { return adapter_refusal(p, *adapter); };
   const std::vector<SelftestRow> plan = selftest_plan(Device::count(), refusal);
   std::vector<std::string> not_run;  // "probe (why): N rows", in plan order
+  auto save = [&] {
+    out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good},
+                             {"rows_not_run", rows_not_run(plan)}};
+    writer.write(out);
+  };
   for (const SelftestRow& row : plan) {
     const bool clean = row.mutation == nullptr;
     const std::string mutation = clean ? "" : std::string(row.mutation->name);
@@ -198,13 +203,9 @@ int selftest(const SelftestRequest& req) {
                      clean ? "-" : std::to_string(j.collateral.size()), std::to_string(j.errored)});
     for (const std::string& line : first(j.missed, 3))
       std::fprintf(stderr, "selftest:   missed: %s\n", line.c_str());
-    out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good},
-                             {"rows_not_run", rows_not_run(plan)}};
-    writer.write(out);
+    save();  // after every row that ran: an interrupted matrix keeps what it proved
   }
-  out.extra["selftest"] = {{"reps", req.reps}, {"rows", rows}, {"all_caught_and_clean", all_good},
-                           {"rows_not_run", rows_not_run(plan)}};
-  writer.write(out);
+  save();
   std::filesystem::remove_all(dir);
   std::printf("%s", report::format_columns(table).c_str());
   for (const std::string& line : not_run) std::printf("selftest: not run here: %s\n", line.c_str());
