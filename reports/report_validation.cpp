@@ -189,6 +189,10 @@ void check_metric(const std::string& name, const Metric& m, const std::string& p
   if (m.unit == "GB/s" && nominal && v < 0) refuse_range("a nominal bandwidth must be 0 or more");
   if (name == "pct_of_read_ceiling" && (v < 0 || v > 1000))
     refuse_range("a percentage of the read ceiling must be 0 to 1000");
+  if ((name == "pct_of_compute_ceiling" || name == "pct_of_roofline") && (v < 0 || v > 1000))
+    refuse_range("a percentage of a ceiling must be 0 to 1000");
+  if (m.unit == "TFLOP/s" && (v < 0 || v > 1e4)) refuse_range("an arithmetic rate must be 0 to 1e4 TFLOP/s");
+  if (m.unit == "FLOP" && (v < 0 || v > 1e21)) refuse_range("a FLOP count must be 0 to 1e21");
   // A shift between two timings (route-telemetry's overhead and its interval) is a difference:
   // noise makes it negative when the effect is small, so only its size is bounded.
   const bool difference = name.rfind("overhead", 0) == 0;
