@@ -17,6 +17,7 @@
 #include "kernels/moe/generate.hpp"
 #include "probes/bandwidth/cublas_peer.hpp"
 #include "probes/bandwidth/step_flops.hpp"
+#include "probes/copy/compute_ceiling.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/evidence.hpp"
 #include "probes/evidence_rules.hpp"
@@ -92,6 +93,19 @@ const SweepDeclaration bandwidth_sweep{.cases = {"step"},
 void run_bandwidth_probe(ProbeState& state) {
   // The ceiling every figure is divided by, measured in this run.
   const ReadCeiling ceiling = checked_read_ceiling(state);
+  // The dense tensor-core rate in the same run, for the roofline column; where cuBLAS does not
+  // load or its GEMM fails its check, the cases say why and carry no compute figures.
+  std::string compute_why;
+  std::optional<ComputeCeiling> compute;
+  try {
+    compute = measure_compute_ceiling(state, compute_why);
+  } catch (const Error& e) {
+    compute_why = e.what();
+  }
+  if (compute && !compute->check.passed) {
+    compute_why = "its GEMM failed its check: " + compute->check.detail;
+    compute.reset();
+  }
   // The vendor peer, when asked for: by name it must load (the CLI checked before any device
   // work); in the default suite a missing library is said in each case's evidence.
   std::optional<CublasPeer> peer;
@@ -192,6 +206,16 @@ void run_bandwidth_probe(ProbeState& state) {
         const double flops = layer_flops(engine.layer(0).config().dims, m) * plan.layers;
         c.metrics["flops"] = metric(flops, "FLOP");
         c.metrics["tflops"] = metric(flops / median_s * 1e-12, "TFLOP/s");
+        if (compute) {
+          const double bound_s = roofline_seconds(bytes.dedup, ceiling.gbps, flops, compute->tflops);
+          c.metrics["compute_ceiling_tflops"] = metric(compute->tflops, "TFLOP/s");
+          c.metrics["pct_of_compute_ceiling"] = metric(100.0 * flops / median_s * 1e-12 / compute->tflops, "%");
+          c.metrics["roofline_us_per_layer"] = metric(bound_s * 1e6 / plan.layers, "us");
+          c.metrics["pct_of_roofline"] = metric(100.0 * bound_s / median_s, "%");
+          c.evidence["compute_ceiling"] = compute->library + ", bf16 GEMM " + std::to_string(compute->n) + "^3";
+        } else {
+          c.evidence["compute_ceiling"] = "not measured: " + compute_why;
+        }
         if (peer_figure)
           peer_figure->add_to(c, meas.gpu_time().median, plan.layers, state.options().peer_required);
         c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
