@@ -16,8 +16,10 @@ inline constexpr std::uint16_t kPoisonBf16 = 0xffff;
 std::size_t count_poison(const std::vector<std::uint16_t>& values);
 
 // The M of the eager step that regrows the scratch of a graph captured at `m`: the first of
-// 2m, 4m, ... whose scratch (`scratch_bytes(M)`) exceeds `capacity`, the pool's size now. 0
-// when none up to `limit` does (the probe then cannot force the regrow: INCONCLUSIVE).
+// 2m, 4m, ... whose scratch (`scratch_bytes(M)`) exceeds `capacity`. The probe passes the
+// size class of the pool's block, so the pool's new block (half again over the request) is of
+// a larger class and cannot be its old one handed back. 0 when none up to `limit` does (the
+// probe then cannot force the regrow: INCONCLUSIVE).
 int regrow_tokens(int m, std::size_t capacity, const std::function<std::size_t(int)>& scratch_bytes,
                   int limit = 65536);
 

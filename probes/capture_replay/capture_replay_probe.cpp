@@ -153,7 +153,10 @@ void regrow_then_replay(ProbeState& state, Engine& e, report::CaseResult& c,
   const kernels::MoeDims dims = e.layer(0).config().dims;
   std::size_t capacity = 0;
   for (int l = 0; l < e.layers(); ++l) capacity = std::max(capacity, e.layer(l).scratch().capacity());
-  const int big = regrow_tokens(m, capacity, [&](int t) { return kernels::forward_scratch_bytes(dims, t); });
+  // Past the block's whole size class: a regrow that stays in the class would get its own
+  // block back from the caching allocator (last in, first out), and nothing would move.
+  const int big = regrow_tokens(m, DeviceAllocator::size_class(capacity),
+                                [&](int t) { return kernels::forward_scratch_bytes(dims, t); });
   c.evidence["regrow_m"] = big;
   if (big == 0) {
     c.prove("scratch_moved_under_graph", false, "no M up to 65536 needs more scratch than the pools hold");

@@ -28,19 +28,31 @@ TEST_CASE("capture-replay plan: the regrowing M is the first doubling whose scra
   CHECK(moe::regrow_tokens(1, 0, linear) == 2);        // M itself is never the answer
   CHECK(moe::regrow_tokens(4, 100'000'000, linear) == 0);  // nothing up to the limit: no regrow
   CHECK(moe::regrow_tokens(40000, 1, linear) == 0);       // 80000 is over the limit
-  // The probe's own case on the real scratch sizes: a pool that fits a step at 4M + 8 (step 2
-  // grows it there, by half again) is outgrown by a doubling of M within the limit.
-  const moe::Shape tiny = moe::resolve_shape("tiny", moe::load_shape_library(fs::path(MOEBENCH_FIXTURES_DIR) / "shapes"));
-  for (auto format : {moe::kernels::WeightFormat::bf16, moe::kernels::WeightFormat::int4}) {
-    const auto dims = tiny.dims(format);
-    const auto bytes = [&](int m) { return moe::kernels::forward_scratch_bytes(dims, m); };
-    for (int m : {1, 8, 64}) {
-      CAPTURE(m);
-      const std::size_t pool = bytes(4 * m + 8) * 3 / 2;
-      const int big = moe::regrow_tokens(m, pool, bytes);
-      REQUIRE(big > 0);
-      CHECK(bytes(big) > pool);
-      CHECK(bytes(big / 2) <= pool);
+}
+
+TEST_CASE("capture-replay plan: on the real scratch sizes the regrow moves every block to a larger class") {
+  // The probe's own sequence, as the pool and the caching allocator do it: step 2 grows the
+  // pool to half again over a step at 4M + 8; the regrowing step asks for more than that
+  // block's size class, and the pool takes half again over it: a larger class, so the freed
+  // block cannot come straight back.
+  const auto library = moe::load_shape_library(fs::path(MOEBENCH_FIXTURES_DIR) / "shapes");
+  for (const char* name : {"tiny", "deepseek-v2-lite", "mixtral-8x7b"}) {
+    const moe::Shape shape = moe::resolve_shape(name, library);
+    for (auto format : {moe::kernels::WeightFormat::bf16, moe::kernels::WeightFormat::int4}) {
+      const auto dims = shape.dims(format);
+      const auto bytes = [&](int m) { return moe::kernels::forward_scratch_bytes(dims, m); };
+      for (int m : {1, 4, 8, 64}) {
+        CAPTURE(name);
+        CAPTURE(m);
+        const std::size_t pool = bytes(4 * m + 8) + bytes(4 * m + 8) / 2;
+        const std::size_t held = moe::DeviceAllocator::size_class(pool);
+        const int big = moe::regrow_tokens(m, held, bytes);
+        REQUIRE(big > 0);
+        CHECK(bytes(big) > held);
+        CHECK(bytes(big / 2) <= held);
+        const std::size_t grown = bytes(big) + bytes(big) / 2;
+        CHECK(moe::DeviceAllocator::size_class(grown) > held);
+      }
     }
   }
 }
