@@ -131,6 +131,14 @@ std::vector<const void*> Engine::scratch_blocks() const {
   return out;
 }
 
+bool Engine::scratch_moved(const CapturedStep& step) const {
+  // No allocation: this runs on every replay, inside the host time the probes measure.
+  if (step.scratch.size() != layers_.size()) return true;
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    if (step.scratch[l] != layers_[l]->scratch().data()) return true;
+  return false;
+}
+
 std::optional<std::string> Engine::capture_blocker() const {
   if (m_ == 0) return "no input: call set_input(m) first";
   for (const auto& l : layers_)
@@ -150,7 +158,7 @@ void Engine::replay() {
   auto it = graphs_.find(m_);
   if (it == graphs_.end())
     throw Error(ExitCode::probe_error, "no graph captured for M=" + std::to_string(m_));
-  if (it->second.scratch != scratch_blocks() &&
+  if (scratch_moved(it->second) &&
       !mutation_active(Mutation::graphs_kept_after_regrow)) {
     // A regrow freed the scratch this graph was captured with (drained first, so no replay
     // is still using it): capture the step again on the blocks the layers hold now.

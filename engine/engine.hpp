@@ -137,6 +137,7 @@ class Engine {
     std::vector<const void*> scratch;
   };
   std::vector<const void*> scratch_blocks() const;
+  bool scratch_moved(const CapturedStep& step) const;
 
   std::map<int, CapturedStep> graphs_;  // per M
   std::size_t graphs_recaptured_ = 0;
