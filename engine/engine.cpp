@@ -119,6 +119,24 @@ void Engine::forward() {
   }
   // The historic capture hazard: a barrier at the end of the step, only while capturing.
   if (mutation_active(Mutation::sync_inside_capture) && stream_.capturing()) stream_.drain();
+  // The same hazard past the engine's own drain: the CUDA call itself, which invalidates the
+  // capture (cudaErrorStreamCaptureUnsupported) instead of being refused by the stream.
+  if (mutation_active(Mutation::raw_sync_inside_capture) && stream_.capturing())
+    MOE_CUDA_CHECK(cudaStreamSynchronize(stream_.handle()));
+}
+
+std::vector<const void*> Engine::scratch_blocks() const {
+  std::vector<const void*> out;
+  for (const auto& l : layers_) out.push_back(l->scratch().data());
+  return out;
+}
+
+bool Engine::scratch_moved(const CapturedStep& step) const {
+  // No allocation: this runs on every replay, inside the host time the probes measure.
+  if (step.scratch.size() != layers_.size()) return true;
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    if (step.scratch[l] != layers_[l]->scratch().data()) return true;
+  return false;
 }
 
 std::optional<std::string> Engine::capture_blocker() const {
@@ -131,14 +149,34 @@ std::optional<std::string> Engine::capture_blocker() const {
 void Engine::capture(bool check_first) {
   if (check_first)
     if (auto why = capture_blocker()) throw Error(ExitCode::probe_error, "cannot capture: " + *why);
-  graphs_[m_] = std::make_unique<CapturedGraph>(stream_, [this] { forward(); });
+  auto graph = std::make_unique<CapturedGraph>(stream_, [this] { forward(); });
+  // The blocks after the capture: under capture-growth a pool grew inside it.
+  graphs_[m_] = CapturedStep{std::move(graph), scratch_blocks()};
 }
 
 void Engine::replay() {
   auto it = graphs_.find(m_);
   if (it == graphs_.end())
     throw Error(ExitCode::probe_error, "no graph captured for M=" + std::to_string(m_));
-  it->second->replay(stream_);
+  if (scratch_moved(it->second) &&
+      !mutation_active(Mutation::graphs_kept_after_regrow)) {
+    // A regrow freed the scratch this graph was captured with (drained first, so no replay
+    // is still using it): capture the step again on the blocks the layers hold now.
+    graphs_.erase(it);
+    capture();
+    ++graphs_recaptured_;
+    it = graphs_.find(m_);
+  }
+  // ---- The historic dirty check, live only under Mutation::replay_skips_work ------------
+  // The same input buffer and M as the last replay taken to mean the same input: the replay
+  // is skipped, so tokens written into that buffer since are never computed.
+  if (mutation_active(Mutation::replay_skips_work)) {
+    const bool same = last_replay_input_ == x_.data() && last_replay_m_ == m_;
+    last_replay_input_ = x_.data();
+    last_replay_m_ = m_;
+    if (same) return;
+  }
+  it->second.graph->replay(stream_);
   // Only graphs that write a record need telling apart from finished ones (the telemetry
   // boundary); a disarmed engine's replay costs no event record. A residency transition is
   // refused while any graph exists, replaying or not.

@@ -72,8 +72,13 @@ class Engine {
   // check that the lower layers refuse on their own).
   void capture(bool check_first = true);
   bool captured() const { return graphs_.count(m_) != 0; }
+  // Replays the graph of the current M. A graph whose layers' scratch blocks moved since its
+  // capture (an eager step at a larger M regrew a pool, freeing the block the graph holds) is
+  // captured again first: replaying it would read and write memory that is no longer its own.
   void replay();
   void drop_graphs() { graphs_.clear(); }
+  // Graphs captured again by replay() because their scratch had moved.
+  std::size_t graphs_recaptured() const { return graphs_recaptured_; }
 
   // Route telemetry (docs/bugs.md, bug 5), one record a layer. arm() opens window 1 (allocates, copies,
   // launches no kernel) and drops the graphs captured before it: they were captured without
@@ -126,7 +131,19 @@ class Engine {
   DeviceBuffer out_;
   int capacity_m_ = 0;
   int m_ = 0;
-  std::map<int, std::unique_ptr<CapturedGraph>> graphs_;  // per M
+  // A graph and the scratch blocks (one a layer) it was captured with.
+  struct CapturedStep {
+    std::unique_ptr<CapturedGraph> graph;
+    std::vector<const void*> scratch;
+  };
+  std::vector<const void*> scratch_blocks() const;
+  bool scratch_moved(const CapturedStep& step) const;
+
+  std::map<int, CapturedStep> graphs_;  // per M
+  std::size_t graphs_recaptured_ = 0;
+  // Under Mutation::replay_skips_work only: the input and M of the last replay.
+  const void* last_replay_input_ = nullptr;
+  int last_replay_m_ = 0;
   std::uint64_t instance_ = 0;
   int device_ordinal_ = 0;
   TelemetryEpochs telemetry_epochs_;

@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 19> kMutations{{
+constexpr std::array<MutationInfo, 23> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -57,6 +57,18 @@ constexpr std::array<MutationInfo, 19> kMutations{{
     {Mutation::ep_free_recv_early, "ep-free-recv-early",
      "a sharded layer dropped with its exchange in flight frees its receive buffers at once: the "
      "next owner of the blocks gets the exchange's rows written over its own", "ep-drop-inflight"},
+    {Mutation::replay_skips_work, "replay-skips-work",
+     "a graph replay launches nothing when its input buffer and M are the last replay's: new "
+     "tokens written into the same buffer are never computed", "capture-replay"},
+    {Mutation::raw_sync_inside_capture, "raw-sync-inside-capture",
+     "the engine's step calls cudaStreamSynchronize on its stream while a graph is being "
+     "captured, past its own drain: the capture is invalidated", "capture-replay"},
+    {Mutation::graphs_kept_after_regrow, "graphs-kept-after-regrow",
+     "captured graphs are kept after an eager step regrew a layer's scratch: their replays "
+     "read and write the freed block, now another owner's", "capture-replay"},
+    {Mutation::device_keyed_cache, "device-keyed-cache",
+     "resident per-expert pointer tables cached process-wide by the router's device address: "
+     "a later engine given that address runs on the old engine's tables", "two-engine"},
 }};
 
 // info() indexes the table by id: an entry out of enum order would describe another mutation.

@@ -28,6 +28,10 @@ enum class Mutation {
   ep_no_watchdog,              // expert-parallel waits block in cudaStreamSynchronize, no abort
   ep_reuse_counts,             // the receive side uses the previous step's row counts
   ep_free_recv_early,          // a dropped sharded layer frees its receive buffers at once
+  replay_skips_work,           // a replay is skipped when its input address and M are the last one's
+  raw_sync_inside_capture,     // the engine's step calls cudaStreamSynchronize itself while captured
+  graphs_kept_after_regrow,    // captured graphs kept after a layer's scratch regrew (freed block)
+  device_keyed_cache,          // resident tables cached process-wide by the router's device address
 };
 
 struct MutationInfo {

@@ -52,10 +52,30 @@ kernels::ExpertTable legacy_lookup(const MoeWeights& weights, Stream& stream) {
   return it->second->table;
 }
 
+// ---- The same design keyed by a device address, live only under Mutation::device_keyed_cache
+// A process-lifetime map keyed by the router's device pointer. While freed device memory is
+// held back that key is never seen twice; once an allocator hands a freed router's address to
+// a later engine's router, that engine gets the old engine's tables, whose pointers name
+// blocks that now hold other tensors. The tables come from a never-destroyed allocator, as
+// above.
+kernels::ExpertTable device_keyed_lookup(const MoeWeights& weights, Stream& stream) {
+  static auto* allocator = new DeviceAllocator(DeviceAllocator::Mode::plain);
+  static auto* cache = new std::unordered_map<const void*, std::unique_ptr<LegacyEntry>>();
+  auto [it, inserted] = cache->try_emplace(weights.router());
+  if (inserted) {
+    it->second = std::make_unique<LegacyEntry>();
+    LegacyEntry& e = *it->second;
+    e.table = upload_tables(weights, e.device, e.host, *allocator, stream);
+  }
+  return it->second->table;
+}
+
 }  // namespace
 
 void ResidentSlot::rebuild(const MoeWeights& weights, Stream& stream) {
-  if (!built_ || mutation_active(Mutation::static_resident_cache)) return;
+  if (!built_ || mutation_active(Mutation::static_resident_cache) ||
+      mutation_active(Mutation::device_keyed_cache))
+    return;
   stream.drain();  // the previous upload's host source is about to be overwritten
   table_ = upload_tables(weights, device_tables_, host_tables_, allocator_, stream);
   ++builds_;
@@ -63,8 +83,9 @@ void ResidentSlot::rebuild(const MoeWeights& weights, Stream& stream) {
 
 const kernels::ExpertTable& ResidentSlot::acquire(const MoeWeights& weights, Stream& stream) {
   ++uses_;
-  if (mutation_active(Mutation::static_resident_cache)) {
-    table_ = legacy_lookup(weights, stream);
+  if (mutation_active(Mutation::static_resident_cache) || mutation_active(Mutation::device_keyed_cache)) {
+    table_ = mutation_active(Mutation::static_resident_cache) ? legacy_lookup(weights, stream)
+                                                              : device_keyed_lookup(weights, stream);
     if (!built_) ++builds_;
     built_ = true;
     return table_;

@@ -14,7 +14,8 @@ class Stream;
 // once (lazily, on the first forward) so a captured graph only reads resident buffers. It is a
 // member of the weights it describes, so it dies with them (docs/bugs.md, bug 1). The historic
 // design kept it in a process-wide map keyed by the weights' address; the mutation
-// static-resident-cache restores that design, here, to prove probe two-engine catches it.
+// static-resident-cache restores that design, here, to prove probe two-engine catches it; the
+// mutation device-keyed-cache keys the same map by the router's device address instead.
 class ResidentSlot {
  public:
   explicit ResidentSlot(DeviceAllocator& allocator) : allocator_(allocator) {}

@@ -50,6 +50,19 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       // exchange writes its rows over the successor's bytes.
       return {T{"ep-drop-inflight", "layer",
                 {"no_receive_block_handed_out_while_pending", "successor_bytes_intact"}}};
+    case Mutation::replay_skips_work:
+      // Only the steps that write new tokens into the graph's input buffer and poison the
+      // outputs before each replay can tell a replay that did nothing.
+      return {T{"capture-replay", "cycle", {"repeated_replays_match_reference", "capture_cycles_correct"}}};
+    case Mutation::raw_sync_inside_capture:
+      return {T{"capture-replay", "cycle", {"no_sync_inside_capture"}}};
+    case Mutation::graphs_kept_after_regrow:
+      // The stale graph writes its scratch into the freed blocks' next owner.
+      return {T{"capture-replay", "cycle", {"freed_scratch_untouched_by_replay"}}};
+    case Mutation::device_keyed_cache:
+      // Hit only where device addresses are reused: the reuse phase.
+      return {T{"two-engine", "sequence",
+                {"reuse_phase_tables_point_at_own_experts", "reuse_phase_outputs_match_own_seed"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

@@ -65,8 +65,9 @@ constexpr std::array kProbes{
               "bytes (dedup and not), GB/s and percent of the read ceiling",
               &run_bandwidth_probe, &bandwidth_sweep, true},
     ProbeInfo{"capture-replay",
-              "graph capture and replay: capture refusals, no sync in capture, replays after "
-              "input changes, repeated cycles, eager after replay, teardown; host time saved",
+              "graph capture and replay: capture refusals, no sync in capture, replays on new "
+              "tokens over poisoned outputs, repeated cycles, a replay after its scratch regrew, "
+              "eager after replay, teardown; host time saved",
               &run_capture_replay_probe, &capture_replay_sweep, true},
     ProbeInfo{"route-telemetry",
               "the route kernel's record of routed experts: one window over eager calls and "
@@ -80,7 +81,8 @@ constexpr std::array kProbes{
               &run_expert_residency_probe, &expert_residency_sweep, true, true},
     ProbeInfo{"two-engine",
               "N engines built, run and destroyed in sequence, weights at the same addresses, "
-              "freed experts poisoned: a stale resident table reads poison (docs/bugs.md, bug 1)",
+              "freed experts poisoned, then freed device blocks handed out again: a stale "
+              "resident table reads poison or other experts (docs/bugs.md, bug 1)",
               &run_two_engine_probe, &two_engine_sweep, true, false, 1, {}, ExternalEngineUse{.runs = true}},
     ProbeInfo{"drop-after-inflight",
               "a layer and an engine destroyed with a forward in flight, the next request "

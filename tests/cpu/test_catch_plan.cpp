@@ -32,3 +32,30 @@ TEST_CASE("every historic mutation names the checks that must catch it, in probe
   CHECK(moe::catch_targets(moe::info(moe::Mutation::sync_inside_capture)).front().checks ==
         std::vector<std::string>{"no_sync_inside_capture"});
 }
+
+TEST_CASE("the variants of the capture and lifetime bugs are caught by the steps built for them") {
+  using V = std::vector<std::string>;
+  // A replay that does nothing passes any step whose outputs already hold the answer: only the
+  // replays on new tokens over poisoned outputs may be named.
+  const auto skips = moe::catch_targets(moe::info(moe::Mutation::replay_skips_work));
+  REQUIRE(skips.size() == 1);
+  CHECK(skips[0].probe == "capture-replay");
+  CHECK(skips[0].checks == V{"repeated_replays_match_reference", "capture_cycles_correct"});
+  // A raw synchronising call is the same check's FAIL as the engine's own drain.
+  CHECK(moe::catch_targets(moe::info(moe::Mutation::raw_sync_inside_capture)).front().checks ==
+        V{"no_sync_inside_capture"});
+  CHECK(moe::catch_targets(moe::info(moe::Mutation::graphs_kept_after_regrow)).front().checks ==
+        V{"freed_scratch_untouched_by_replay"});
+  // A device-keyed cache is hit only where device addresses are reused: the reuse phase.
+  const auto device_keyed = moe::catch_targets(moe::info(moe::Mutation::device_keyed_cache));
+  REQUIRE(device_keyed.size() == 1);
+  CHECK(device_keyed[0].probe == "two-engine");
+  CHECK(device_keyed[0].checks ==
+        V{"reuse_phase_tables_point_at_own_experts", "reuse_phase_outputs_match_own_seed"});
+  for (auto m : {moe::Mutation::replay_skips_work, moe::Mutation::raw_sync_inside_capture,
+                 moe::Mutation::graphs_kept_after_regrow, moe::Mutation::device_keyed_cache}) {
+    CAPTURE(moe::info(m).name);
+    CHECK(moe::info(m).historic_bug);
+    CHECK(moe::info(moe::mutation_from_name(moe::info(m).name)).name == moe::info(m).name);
+  }
+}

@@ -55,6 +55,13 @@ TEST_CASE("every probe of the selftest matrix declares evidence, and each piece 
 TEST_CASE("loophole: two-engine without the fast-path table read back is not a PASS") {
   CHECK(passing_except("two-engine", "fast_path_tables_read_back").verdict == Verdict::inconclusive);
   CHECK(passing_except("two-engine", "expert_buffers_elsewhere").verdict == Verdict::inconclusive);
+  // Without a device address reused, a cache keyed by one was never looked up stale.
+  CHECK(passing_except("two-engine", "router_address_reused").verdict == Verdict::inconclusive);
+  CHECK(passing_except("two-engine", "expert_buffers_reused").verdict == Verdict::inconclusive);
+  // Replays that were not shown new tokens over poisoned outputs prove nothing by matching.
+  CHECK(passing_except("capture-replay", "replay_inputs_changed").verdict == Verdict::inconclusive);
+  CHECK(passing_except("capture-replay", "outputs_poisoned_before_replays").verdict == Verdict::inconclusive);
+  CHECK(passing_except("capture-replay", "freed_scratch_taken").verdict == Verdict::inconclusive);
   CHECK(passing_except("scratch-regrow", "every_regrow_under_pending_call").verdict == Verdict::inconclusive);
   CHECK(passing_except("barrier", "noop_barrier_artifact_visible").verdict == Verdict::inconclusive);
   CHECK(passing_except("host-nonblocking", "gpu_time_long_enough").verdict == Verdict::inconclusive);

@@ -149,7 +149,9 @@ TEST_CASE("scratch-regrow under its mutation gives wrong numbers, never a CUDA e
 
 TEST_CASE("capture-replay records a sync inside a capture as a FAIL of no_sync_inside_capture") {
   moe::test::test_device();
-  for (const char* mutation : {"sync-inside-capture", "blocking-forward"}) {
+  // The engine's own drain (refused by the stream), a blocking forward, and a raw
+  // cudaStreamSynchronize that CUDA answers by invalidating the capture: each the same FAIL.
+  for (const char* mutation : {"sync-inside-capture", "blocking-forward", "raw-sync-inside-capture"}) {
     CAPTURE(mutation);
     const json j = run_probe(std::string("capture-sync-") + mutation,
                              {"capture-replay", "--shape", "tiny", "--m", "4", "--weight-format",
@@ -161,9 +163,106 @@ TEST_CASE("capture-replay records a sync inside a capture as a FAIL of no_sync_i
     const json* k = find_check(c, "no_sync_inside_capture");
     REQUIRE(k);
     CHECK(k->at("passed") == false);
+    if (std::string(mutation) == "raw-sync-inside-capture")
+      CHECK(k->at("detail").get<std::string>().find("capture invalidated") != std::string::npos);
     // The engine stayed usable: eager after the refused capture, and teardown.
     const json* usable = find_check(c, "device_usable_after_teardown");
     REQUIRE(usable);
     CHECK(usable->at("passed") == true);
+  }
+}
+
+namespace {
+// capture-replay at tiny, M = 4, bf16, under `mutation` (empty: clean); its one case.
+json capture_replay_case(const std::string& tag, const std::string& mutation) {
+  std::vector<std::string> args{"capture-replay", "--shape", "tiny", "--m", "4", "--weight-format", "bf16"};
+  if (!mutation.empty()) {
+    args.push_back("--mutation");
+    args.push_back(mutation);
+  }
+  const json j = run_probe(tag, args);
+  REQUIRE(j.at("cases").size() == 1);
+  return j.at("cases")[0];
+}
+
+bool check_passed(const json& c, const std::string& name) {
+  const json* k = find_check(c, name);
+  REQUIRE_MESSAGE(k, name);
+  return k->at("passed").get<bool>();
+}
+}  // namespace
+
+TEST_CASE("capture-replay: replays on new tokens over poisoned outputs pass clean and catch a replay that does nothing") {
+  moe::test::test_device();
+  const json clean = capture_replay_case("capture-replay-clean", "");
+  CHECK(clean.at("verdict") == "PASS");
+  check_evidence_proven(clean);
+  CHECK(check_passed(clean, "repeated_replays_match_reference"));
+  CHECK(check_passed(clean, "capture_cycles_correct"));
+  CHECK(clean.at("evidence").at("replays_on_new_input").get<int>() >= 23);  // 20 replays, 3 cycles
+  CHECK(clean.at("evidence").at("replay_outputs_left_poison") == 0);
+
+  const json bug = capture_replay_case("capture-replay-skips", "replay-skips-work");
+  CAPTURE(bug.at("reason").get<std::string>());
+  CHECK(bug.at("verdict") == "FAIL");
+  CHECK_FALSE(check_passed(bug, "repeated_replays_match_reference"));
+  CHECK_FALSE(check_passed(bug, "capture_cycles_correct"));
+  // The first replay after the capture still ran: the older steps alone would have passed.
+  CHECK(check_passed(bug, "replay_after_input_change_matches_reference"));
+  // The forcing held: new tokens in the input buffer, poison in the outputs, and the poison
+  // is what the skipped replays left.
+  CHECK(bug.at("evidence").at("replay_inputs_changed") == true);
+  CHECK(bug.at("evidence").at("outputs_poisoned_before_replays") == true);
+  CHECK(bug.at("evidence").at("replay_outputs_left_poison").get<long long>() > 0);
+}
+
+TEST_CASE("capture-replay: a graph outliving a regrow of its scratch is captured again, and caught when kept") {
+  moe::test::test_device();
+  const json clean = capture_replay_case("capture-replay-regrow-clean", "");
+  CHECK(clean.at("verdict") == "PASS");
+  CHECK(check_passed(clean, "freed_scratch_untouched_by_replay"));
+  CHECK(check_passed(clean, "replay_after_regrow_matches_reference"));
+  CHECK(clean.at("evidence").at("scratch_moved_under_graph") == true);
+  CHECK(clean.at("evidence").at("freed_scratch_taken") == true);
+  CHECK(clean.at("evidence").at("graphs_recaptured_after_regrow") == 1);
+
+  const json bug = capture_replay_case("capture-replay-regrow-bug", "graphs-kept-after-regrow");
+  CAPTURE(bug.at("reason").get<std::string>());
+  CHECK(bug.at("verdict") == "FAIL");
+  CHECK_FALSE(check_passed(bug, "freed_scratch_untouched_by_replay"));
+  CHECK(bug.at("evidence").at("scratch_moved_under_graph") == true);
+  CHECK(bug.at("evidence").at("freed_scratch_taken") == true);
+  CHECK(bug.at("evidence").at("graphs_recaptured_after_regrow") == 0);
+}
+
+TEST_CASE("two-engine: a cache keyed by a device address passes the quarantine phase and fails the reuse phase") {
+  moe::test::test_device();
+  for (const char* allocator : {"caching", "plain"}) {
+    CAPTURE(allocator);
+    const json clean = run_probe(std::string("two-engine-reuse-") + allocator,
+                                 {"two-engine", "--allocator", allocator});
+    REQUIRE(clean.at("cases").size() == 1);
+    const json& c = clean.at("cases")[0];
+    CHECK(c.at("verdict") == "PASS");
+    check_evidence_proven(c);
+    // Measured both ways: no address reused under quarantine, routers and experts reused after.
+    CHECK(c.at("evidence").at("earlier_expert_buffers_reused") == 0);
+    CHECK(c.at("evidence").at("reuse_phase").at("routers_at_earlier_router_address").get<int>() > 0);
+    CHECK(c.at("evidence").at("reuse_phase").at("expert_buffers_at_earlier_address").get<int>() > 0);
+    CHECK(check_passed(c, "reuse_phase_tables_point_at_own_experts"));
+    CHECK(check_passed(c, "reuse_phase_outputs_match_own_seed"));
+
+    const json bug = run_probe(std::string("two-engine-device-keyed-") + allocator,
+                               {"two-engine", "--allocator", allocator, "--mutation", "device-keyed-cache"});
+    REQUIRE(bug.at("cases").size() == 1);
+    const json& b = bug.at("cases")[0];
+    CAPTURE(b.at("reason").get<std::string>());
+    CHECK(b.at("verdict") == "FAIL");
+    // The quarantine phase alone never looks a device key up twice: it passes.
+    CHECK(check_passed(b, "resident_tables_point_at_own_experts"));
+    CHECK(check_passed(b, "outputs_match_own_seed"));
+    CHECK_FALSE(check_passed(b, "reuse_phase_tables_point_at_own_experts"));
+    CHECK_FALSE(check_passed(b, "reuse_phase_outputs_match_own_seed"));
+    CHECK(b.at("evidence").at("router_address_reused") == true);
   }
 }

@@ -2,6 +2,7 @@
 // eager, capture refusals, and each fault-injection switch changing behaviour as it should.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <random>
 
 #include "common/cuda_check.hpp"
@@ -80,6 +81,36 @@ TEST_CASE("capture is refused before warm-up and when scratch would grow, with r
   e.forward();
   const LayerCheck k = check_layer_output(e.layer(0), e.output(0), 200, 1);
   CHECK_MESSAGE(k.passed, k.detail);
+}
+
+TEST_CASE("a graph whose scratch an eager step regrew is captured again before it replays") {
+  const Device& dev = test::test_device();
+  for (const bool kept : {false, true}) {
+    CAPTURE(kept);
+    std::optional<ScopedMutation> mutation;
+    if (kept) mutation.emplace(Mutation::graphs_kept_after_regrow);
+    DeviceAllocator alloc;
+    Engine e(tiny_config(kernels::WeightFormat::bf16, 5), alloc, dev);
+    e.set_input(512, 1);  // activations for the larger M now, so the later step grows only scratch
+    e.set_input(4, 2);
+    e.forward();
+    e.capture();
+    e.stream().drain();
+    const void* held = e.layer(0).scratch().data();
+    e.set_input(512, 3);
+    e.forward();  // regrows every layer's scratch, freeing the block the graph holds
+    e.stream().drain();
+    REQUIRE(e.layer(0).scratch().data() != held);
+    e.set_input(4, 4);
+    REQUIRE(e.captured());  // kept by the engine: replay() decides
+    e.replay();
+    e.stream().drain();
+    CHECK(e.graphs_recaptured() == (kept ? 0u : 1u));
+    if (!kept) {  // kept, the replay's routing lies in the freed block, not where the check reads
+      const LayerCheck k = check_layer_output(e.layer(0), e.output(0), 4, 4);
+      CHECK_MESSAGE(k.passed, k.detail);
+    }
+  }
 }
 
 TEST_CASE("the resident slot is built once, counted, and dies with its weights") {
