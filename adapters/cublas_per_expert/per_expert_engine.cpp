@@ -88,6 +88,9 @@ PerExpertEngine::PerExpertEngine(const moebench_engine_desc& desc) {
   upload(down_out_batch_, entry_pointers(down_out_, down_entry, entries).data(), sizeof(void*) * entries);
   counts_ = DeviceMemory(sizeof(unsigned long long) * experts_ * layers_.size());
   CUBLAS_ADAPTER_CUDA(cudaMemset(counts_.data(), 0, counts_.bytes()));
+  // cudaMemset is ordered on the legacy stream only, which the caller's non-blocking streams do
+  // not wait for: done before the first forward can run.
+  CUBLAS_ADAPTER_CUDA(cudaStreamSynchronize(nullptr));
 }
 
 int PerExpertEngine::routed_entries(int tokens) const {

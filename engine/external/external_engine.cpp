@@ -72,7 +72,7 @@ void ExternalEngine::build(DeviceAllocator& allocator, moebench_layer_weights* d
 }
 
 ExternalEngine::~ExternalEngine() {
-  graph_.reset();  // it holds the adapter's kernels' arguments: gone before the engine
+  // The graph (a member) goes after the drain below: never destroyed under a running replay.
   try {
     destroy();
   } catch (const std::exception& e) {

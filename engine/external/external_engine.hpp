@@ -94,7 +94,7 @@ class ExternalEngine {
   int m_ = 0;
   std::set<int> eager_ms_;  // the M of every eager forward: a capture needs one at its M
   moebench_engine* handle_ = nullptr;
-  std::unique_ptr<CapturedGraph> graph_;  // after handle_: destroyed first
+  std::unique_ptr<CapturedGraph> graph_;  // destroyed after the destructor's destroy and drain
 };
 
 }  // namespace moe::external
