@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "engine/captured_graph.hpp"
@@ -52,7 +53,7 @@ class ExternalEngine {
   // not declared, or no eager forward at this M yet, which the ABI asks for first), or empty.
   std::string capture_blocker() const;
   // Raises Error with capture_blocker's reason, else captures one step (replacing any graph).
-  // A drain inside raises SyncInsideCaptureError, as with moebench's own engine.
+  // An adapter that synchronises, allocates or reads back inside breaks the capture: raised.
   void capture();
   void replay();
   bool captured() const { return graph_ != nullptr; }
