@@ -108,7 +108,8 @@ void add_run_options(CLI::App& run, RunRequest& r, std::vector<std::string>& m_t
       ->delimiter(',');
   run.add_option("--assume-routing", r.assume_routing, kAssumeRoutingHelp);
   run.add_option("--m", m_text,
-                 "Tokens per forward, 1..65536, comma-separated (default: per probe)");
+                 "Tokens per forward, 1..65536, comma-separated; or a named set: decode (1,2,4,8,16,32,64), "
+                 "prefill (128,512,2048,8192,16384) (default: per probe)");
   run.add_option("--weight-format", r.weight_formats, "bf16, int4 (default: both)")
       ->delimiter(',');
   run.add_option("--mode", r.modes, "eager, graph (default: both)")->delimiter(',');

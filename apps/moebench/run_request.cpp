@@ -128,6 +128,14 @@ void refuse_shape_name_clash(const std::vector<Shape>& shapes) {
 
 }  // namespace
 
+std::span<const TokenCountSet> token_count_sets() {
+  static const std::vector<TokenCountSet> sets{
+      {"decode", {1, 2, 4, 8, 16, 32, 64}},
+      {"prefill", {128, 512, 2048, 8192, 16384}},
+  };
+  return sets;
+}
+
 std::vector<int> parse_token_counts(const std::vector<std::string>& texts) {
   std::vector<int> ms;
   for (const std::string& text : texts) {
@@ -136,12 +144,26 @@ std::vector<int> parse_token_counts(const std::vector<std::string>& texts) {
       const std::size_t comma = text.find(',', start);
       const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
                                                                               : comma - start);
+      const auto set = std::find_if(token_count_sets().begin(), token_count_sets().end(),
+                                    [&](const TokenCountSet& s) { return s.name == item; });
+      if (set != token_count_sets().end()) {
+        ms.insert(ms.end(), set->ms.begin(), set->ms.end());
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+        continue;
+      }
       int m = 0;
       const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), m);
       if (item.empty() || ec != std::errc() || end != item.data() + item.size() || m < 1 ||
-          m > 65536)
+          m > 65536) {
+        std::string sets;
+        for (const TokenCountSet& s : token_count_sets())
+          sets += (sets.empty() ? "" : ", ") + std::string(s.name) + " (" + std::to_string(s.ms.front()) + ".." +
+                  std::to_string(s.ms.back()) + ")";
         throw UsageError("--m '" + (item.empty() ? text : item) +
-                         "' is not valid: whole numbers of tokens 1..65536, comma-separated");
+                         "' is not valid: whole numbers of tokens 1..65536, comma-separated, or a named set: " +
+                         sets);
+      }
       ms.push_back(m);
       if (comma == std::string::npos) break;
       start = comma + 1;

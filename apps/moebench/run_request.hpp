@@ -1,7 +1,9 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "probes/probe.hpp"
@@ -81,8 +83,16 @@ nlohmann::json options_json(const RunOptions& options);
 // runs: a residency budget larger than the device's memory. Raises UsageError.
 void validate_for_device(const RunOptions& options, std::size_t device_memory_bytes);
 
-// The --m values as typed ("1,2,4" or repeated): whole numbers 1..65536, no empty items;
-// raises UsageError naming the bad item.
+// A named set of token counts --m takes in place of numbers: `decode` (1..64) and `prefill`
+// (128..16384, the sizes a prefill kernel is judged at; too long for the default suite).
+struct TokenCountSet {
+  std::string_view name;
+  std::vector<int> ms;
+};
+std::span<const TokenCountSet> token_count_sets();
+
+// The --m values as typed ("1,2,4", "prefill", "1,prefill" or repeated): whole numbers
+// 1..65536 or set names, no empty items; raises UsageError naming the bad item.
 std::vector<int> parse_token_counts(const std::vector<std::string>& texts);
 
 // Validates, runs, writes request.output after every case and returns the finished report.

@@ -8,9 +8,11 @@
 // the family's own tiles (int4_stream_layout.hpp, bf16_stream_layout.hpp), where a stage is one
 // copy.
 //
-// Under programmatic dependent launch: the shared experts' stages are streamed before the wait
-// (gate_up: while the route still runs; down: copied as gate_up's blocks leave their SMs); the
-// routed experts after it.
+// Under programmatic dependent launch, gate_up streams the shared experts' stages while the
+// route still runs and the routed ones after its wait, and lets down be launched only once every
+// one of its threads has waited: down's producer then knows the route is complete and streams
+// all its stages (weights depend on the route, never on h) as gate_up's blocks leave their SMs;
+// only down's consumers wait for gate_up.
 #include <string>
 
 #include "common/cuda_check.hpp"
@@ -32,7 +34,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream_expert_gemm_kernel(Params 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr bool kInt4 = F == WeightFormat::int4;
   extern __shared__ __align__(128) unsigned char smem[];
-  detail::allow_dependent_launch();
+  if constexpr (!kGateUp) detail::allow_dependent_launch();  // gate_up: after its wait (run())
   Smem sm(smem, SmemLayout{stream::slot_bytes(kInt4)});
   if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, kSlots, 1);
   __syncthreads();

@@ -233,6 +233,7 @@ struct Consumer {
       if (h.kind == kRoutedBegin) {  // the routed experts follow: their pairs need the route
         release(slot);
         detail::grid_dependency_wait();
+        detail::allow_dependent_launch();  // down may start: this thread has seen the route
         continue;
       }
       if (h.segment == 0) begin_unit_pass(h);

@@ -175,8 +175,13 @@ struct Producer {
 
   __device__ void run() {
     stream_phase(false, p.shared);  // before the wait: the shared experts need no routing
-    if constexpr (kGateUp) push_marker(kRoutedBegin);
-    detail::grid_dependency_wait();
+    if constexpr (kGateUp) {
+      push_marker(kRoutedBegin);
+      detail::grid_dependency_wait();  // the route
+      detail::allow_dependent_launch();
+    }
+    // down: launched only after every gate_up thread waited for the route (see the kernel), so
+    // its tables are complete; the weights do not depend on h, only the consumers wait.
     const int routed = detail::clamp_index(__ldcg(p.num_active), p.shared, p.experts + p.shared) - p.shared;
     stream_phase(true, routed);
     push_marker(kEnd);

@@ -35,6 +35,7 @@ std::shared_ptr<const CublasLibrary> CublasLibrary::load(const std::vector<std::
     bind(lib->cublasGetStatusString, "cublasGetStatusString");
     bind(lib->cublasGetProperty, "cublasGetProperty");
     bind(lib->cublasGemmGroupedBatchedEx, "cublasGemmGroupedBatchedEx");
+    bind(lib->cublasGemmEx, "cublasGemmEx");
     if (!missing.empty()) {
       note("lacks " + missing + " (the grouped GEMM needs cuBLAS 12.5 or newer)");
       continue;

@@ -54,6 +54,11 @@ class CublasLibrary {
   decltype(&::cublasGetStatusString) cublasGetStatusString = nullptr;
   decltype(&::cublasGetProperty) cublasGetProperty = nullptr;
   decltype(&::cublasGemmGroupedBatchedEx) cublasGemmGroupedBatchedEx = nullptr;
+  // The compute ceiling's dense GEMM; its C++ declaration is overloaded, so spelled out (the
+  // compute-type form cuBLAS exports under this name).
+  cublasStatus_t (*cublasGemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                 const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                 cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
 
  private:
   explicit CublasLibrary(void* dl) : dl_(dl) {}

@@ -83,8 +83,9 @@ void run_bandwidth_through_adapter(ProbeState& state);
 
 void run_bandwidth_probe(ProbeState& state) {
   if (state.options().adapter) return run_bandwidth_through_adapter(state);
-  // The ceiling every figure is divided by, measured in this run.
-  const ReadCeiling ceiling = checked_read_ceiling(state);
+  // The ceilings every figure is divided by, measured in this run.
+  const StepCeilings ceilings = measure_step_ceilings(state);
+  const ReadCeiling& ceiling = ceilings.read;
   // The vendor peer, when asked for: by name it must load (the CLI checked before any device
   // work); in the default suite a missing library is said in each case's evidence.
   std::optional<CublasPeer> peer;
@@ -169,7 +170,7 @@ void run_bandwidth_probe(ProbeState& state) {
         const std::string label = "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
                                   *c.format + "/" + mode;
         TimedStep step{engine.stream(), enqueue, label, bytes, layer_flops(engine.layer(0).config().dims, m) * plan.layers,
-                       plan.layers, plan.reduced, ceiling, nullptr};
+                       plan.layers, plan.reduced, ceilings, nullptr};
         if (peer_figure)
           step.beside = [&](report::CaseResult& k, double median_us) {
             peer_figure->add_to(k, median_us, plan.layers, state.options().peer_required);

@@ -50,7 +50,7 @@ int largest_m(std::span<const SweepPoint> points) {
 
 void run_bandwidth_through_adapter(ProbeState& state) {
   const auto& adapter = state.options().adapter;
-  const ReadCeiling ceiling = checked_read_ceiling(state);
+  const StepCeilings ceilings = measure_step_ceilings(state);
   for (std::span<const SweepPoint> engine_points : runs_of(state.points(), SweepAxis::format)) {
     const Shape& shape = *engine_points.front().shape;
     const kernels::WeightFormat format = *engine_points.front().format;
@@ -92,7 +92,7 @@ void run_bandwidth_through_adapter(ProbeState& state) {
                       {"experts_touched_per_layer", bytes.experts_touched},
                       {"experts_touched_from", "the adapter's route counts of the checked step"},
                       {"working_set_over_l2", bytes.dedup / static_cast<double>(state.device().l2_bytes)},
-                      {"read_ceiling_bytes", ceiling.bytes}};
+                      {"read_ceiling_bytes", ceilings.read.bytes}};
         c.prove("outputs_checked", all_correct, "an output did not match; not timed");
         if (!all_correct) {
           c.conclude("");
@@ -120,7 +120,7 @@ void run_bandwidth_through_adapter(ProbeState& state) {
                   TimedStep{engine.stream(), enqueue,
                             "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" + *c.format + "/" + mode,
                             bytes, layer_flops(shape.dims(format), m) * plan.layers, plan.layers, plan.reduced,
-                            ceiling, nullptr});
+                            ceilings, nullptr});
         if (mode == "graph") engine.drop_graphs();
         state.add_case(std::move(c));
       }

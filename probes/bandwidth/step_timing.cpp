@@ -2,10 +2,25 @@
 
 #include <algorithm>
 
+#include "probes/bandwidth/step_flops.hpp"
 #include "probes/evidence.hpp"
 #include "probes/evidence_rules.hpp"
 
 namespace moe {
+
+StepCeilings measure_step_ceilings(ProbeState& state) {
+  StepCeilings c{checked_read_ceiling(state), std::nullopt, ""};
+  try {
+    c.compute = measure_compute_ceiling(state, c.compute_why);
+  } catch (const Error& e) {
+    c.compute_why = e.what();
+  }
+  if (c.compute && !c.compute->check.passed) {
+    c.compute_why = "its GEMM failed its check: " + c.compute->check.detail;
+    c.compute.reset();
+  }
+  return c;
+}
 
 void time_step(ProbeState& state, report::CaseResult& c, const TimedStep& step) {
   const bool asked_cold = state.sampler().options().l2 == measure::L2Mode::cold;
@@ -14,17 +29,28 @@ void time_step(ProbeState& state, report::CaseResult& c, const TimedStep& step) 
   report::Measurement meas = state.sampler().measure(step.stream, step.label, step.enqueue);
   const double median_s = meas.gpu_time().median * 1e-6;
   const double gbps = step.bytes.dedup / median_s * 1e-9;
-  const double pct = 100.0 * gbps / step.ceiling.gbps;
+  const ReadCeiling& ceiling = step.ceilings.read;
+  const double pct = 100.0 * gbps / ceiling.gbps;
   c.metrics["gpu_us_per_layer"] = {meas.gpu_time().median / step.layers, "us"};
   c.metrics["bytes_dedup"] = {step.bytes.dedup, "B"};
   c.metrics["bytes_no_dedup"] = {step.bytes.no_dedup, "B"};
   c.metrics["gbps"] = {gbps, "GB/s"};
   c.metrics["gbps_no_dedup"] = {step.bytes.no_dedup / median_s * 1e-9, "GB/s"};
-  c.metrics["read_ceiling_gbps"] = {step.ceiling.gbps, "GB/s"};
+  c.metrics["read_ceiling_gbps"] = {ceiling.gbps, "GB/s"};
   c.metrics["pct_of_read_ceiling"] = {pct, "%"};
   c.metrics["host_us"] = {meas.host_time().median, "us"};
   c.metrics["flops"] = {step.flops, "FLOP"};
   c.metrics["tflops"] = {step.flops / median_s * 1e-12, "TFLOP/s"};
+  if (const auto& compute = step.ceilings.compute) {
+    const double bound_s = roofline_seconds(step.bytes.dedup, ceiling.gbps, step.flops, compute->tflops);
+    c.metrics["compute_ceiling_tflops"] = {compute->tflops, "TFLOP/s"};
+    c.metrics["pct_of_compute_ceiling"] = {100.0 * step.flops / median_s * 1e-12 / compute->tflops, "%"};
+    c.metrics["roofline_us_per_layer"] = {bound_s * 1e6 / step.layers, "us"};
+    c.metrics["pct_of_roofline"] = {100.0 * bound_s / median_s, "%"};
+    c.evidence["compute_ceiling"] = compute->library + ", bf16 GEMM " + std::to_string(compute->n) + "^3";
+  } else {
+    c.evidence["compute_ceiling"] = "not measured: " + step.ceilings.compute_why;
+  }
   if (step.beside) step.beside(c, meas.gpu_time().median);
   c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
                       "dedup bytes over median GPU time is " + std::to_string(pct) +

@@ -1,12 +1,15 @@
 #pragma once
 // The timed half of a bandwidth case, shared by moebench's engine and an engine adapter's
 // (bandwidth_probe.cpp, bandwidth_through_adapter.cpp): one step sampled, its bytes and FLOPs
-// turned into GB/s, TFLOP/s and percent of the read ceiling, the L2 defeat checked, the case
-// concluded. The caller has checked the step's output against the reference first.
+// turned into GB/s, TFLOP/s, percent of the read and compute ceilings and of the roofline, the
+// L2 defeat checked, the case concluded. The caller has checked the step's output against the
+// reference first.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "probes/copy/compute_ceiling.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/probe.hpp"
 
@@ -22,6 +25,16 @@ struct StepBytes {
   std::vector<int> experts_touched;  // per layer
 };
 
+// The ceilings a case is judged against, both measured in the run: the read ceiling, and the
+// dense bf16 tensor-core rate for the roofline column (absent, with why, where cuBLAS does not
+// load or its GEMM fails its check: the cases then carry no compute figures).
+struct StepCeilings {
+  ReadCeiling read;
+  std::optional<ComputeCeiling> compute;
+  std::string compute_why;
+};
+StepCeilings measure_step_ceilings(ProbeState& state);
+
 struct TimedStep {
   Stream& stream;
   std::function<void()> enqueue;
@@ -30,7 +43,7 @@ struct TimedStep {
   double flops = 0;   // of the whole step
   int layers = 1;
   bool layers_reduced = false;
-  const ReadCeiling& ceiling;
+  const StepCeilings& ceilings;
   // Called with the median GPU time in us once the figures are in, before the checks (the peer's
   // figure goes there).
   std::function<void(report::CaseResult&, double)> beside;

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "engine/shape.hpp"
@@ -176,6 +178,30 @@ TEST_CASE("config type errors are refused, and messages name the config's own ke
   j = mixtral();
   j["hidden_size"] = 0;
   CHECK(hf_error(j).find("\"hidden_size\" = 0 must be positive") != std::string::npos);
+}
+
+TEST_CASE("--m prefill lists the prefill sizes, beside numbers and the decode set") {
+  const auto r = moe::test::moebench("run", "bandwidth", "--dry-run", "--shape", "tiny", "--m", "3,prefill",
+                                     "--weight-format", "bf16", "--mode", "graph");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("6 cases; nothing ran") != std::string::npos);
+  // The M column of the listed rows ("1  bandwidth  step  tiny  M  ...").
+  std::vector<int> ms;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string index, probe, name, shape;
+    int m = 0;
+    if (row >> index >> probe >> name >> shape >> m && probe == "bandwidth") ms.push_back(m);
+  }
+  CHECK(ms == std::vector<int>{3, 128, 512, 2048, 8192, 16384});
+  const auto decode = moe::test::moebench("run", "bandwidth", "--dry-run", "--shape", "tiny", "--m", "decode",
+                                          "--weight-format", "bf16", "--mode", "graph");
+  CHECK(decode.out.find("7 cases; nothing ran") != std::string::npos);
+  const auto bad = moe::test::moebench("run", "bandwidth", "--dry-run", "--m", "prefil");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--m 'prefil' is not valid") != std::string::npos);
+  CHECK(bad.err.find("named set: decode (1..64), prefill (128..16384)") != std::string::npos);
 }
 
 TEST_CASE("moebench run --dry-run lists every case and touches no GPU") {
