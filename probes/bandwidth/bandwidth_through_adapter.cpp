@@ -4,7 +4,8 @@
 // from the routing the adapter chose, read back as route counts over a window of that one step
 // (an expert with a count was touched), so the dedup figure follows the engine's own
 // tie-break. The first and the last layer are checked against the CPU reference before any
-// timing; the cuBLAS peer and the kernel family are moebench's and are not reported here.
+// timing; the ceilings and the roofline are as with moebench's engine (step_timing.hpp), the cuBLAS
+// peer and the kernel family are moebench's and are not reported here.
 #include <algorithm>
 
 #include "engine/external/external_engine.hpp"
