@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include "common/cuda_check.hpp"
 
@@ -44,6 +45,21 @@ std::size_t DeviceAllocator::size_class(std::size_t bytes) {
 
 DeviceAllocator::DeviceAllocator(Mode mode, Freed freed) : mode_(mode), freed_(freed) {}
 
+DeviceAllocator::DeviceAllocator(Mode mode, Freed freed, DeviceMemorySource source)
+    : mode_(mode), freed_(freed), source_(std::move(source)) {
+  if (!source_.allocate || !source_.release)
+    throw Error(ExitCode::probe_error, "DeviceAllocator: a memory source needs both allocate and release");
+}
+
+void DeviceAllocator::return_block(void* ptr) {
+  if (source_.release) {
+    source_.release(ptr);
+    return;
+  }
+  const cudaError_t status = cudaFree(ptr);
+  if (status != cudaSuccess) std::fprintf(stderr, "moebench: cudaFree failed: %s\n", cudaGetErrorString(status));
+}
+
 DeviceAllocator::~DeviceAllocator() {
   reap_deferred(true);
   trim();
@@ -64,6 +80,14 @@ DeviceBuffer DeviceAllocator::allocate(std::size_t bytes) {
       ptr = it->second.back();
       it->second.pop_back();
     }
+  }
+  if (!ptr && source_.allocate) {
+    ptr = source_.allocate(cls);
+    if (!ptr)
+      throw EnvironmentError("lent device memory exhausted: asked for " + std::to_string(cls) + " bytes (" +
+                             std::to_string(stats_.bytes_in_use) + " in use by this allocator)");
+    ++stats_.driver_allocations;
+    stats_.bytes_reserved += cls;
   }
   if (!ptr) {
     cudaError_t status = cudaMalloc(&ptr, cls);
@@ -121,10 +145,7 @@ void DeviceAllocator::release(void* ptr, std::size_t bytes) {
     cache_[size_class(bytes)].push_back(ptr);
     return;
   }
-  // Called from destructors: report, never throw.
-  const cudaError_t status = cudaFree(ptr);
-  if (status != cudaSuccess)
-    std::fprintf(stderr, "moebench: cudaFree failed: %s\n", cudaGetErrorString(status));
+  return_block(ptr);  // called from destructors: reports, never throws
   stats_.bytes_reserved -= bytes;
 }
 
@@ -237,17 +258,13 @@ bool DeviceAllocator::holds_poison(const void* ptr) const {
 void DeviceAllocator::release_cache_locked() {
   for (auto& [cls, blocks] : cache_) {
     for (void* ptr : blocks) {
-      const cudaError_t status = cudaFree(ptr);
-      if (status != cudaSuccess)
-        std::fprintf(stderr, "moebench: cudaFree failed: %s\n", cudaGetErrorString(status));
+      return_block(ptr);
       stats_.bytes_reserved -= cls;
     }
   }
   cache_.clear();
   for (auto [ptr, held] : quarantine_) {
-    const cudaError_t status = cudaFree(ptr);
-    if (status != cudaSuccess)
-      std::fprintf(stderr, "moebench: cudaFree failed: %s\n", cudaGetErrorString(status));
+    return_block(ptr);
     stats_.bytes_reserved -= held;
   }
   quarantine_.clear();

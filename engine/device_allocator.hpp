@@ -2,6 +2,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,6 +64,15 @@ struct AllocatorStats {
 // freed memory through a stale pointer then reads poison (bf16 NaN) deterministically, rather
 // than whatever the next owner happened to write there, which may even be the right values
 // (probe two-engine). The owner must have drained before freeing, as always.
+// Where a DeviceAllocator's blocks come from when not from the driver: memory another allocator
+// lends (an engine adapter given moebench's allocator: engine_abi.h, moebench_device_allocator).
+// `allocate` returns null when that memory is exhausted and raises on any other failure;
+// `release` never raises (it is called from destructors).
+struct DeviceMemorySource {
+  std::function<void*(std::size_t)> allocate;
+  std::function<void(void*)> release;
+};
+
 class DeviceAllocator {
  public:
   enum class Mode { caching, plain };
@@ -71,6 +81,8 @@ class DeviceAllocator {
   static constexpr unsigned char kPoisonByte = 0xff;
 
   explicit DeviceAllocator(Mode mode = Mode::caching, Freed freed = Freed::reuse);
+  // Blocks from `source` instead of cudaMalloc, handed back to it instead of cudaFree.
+  DeviceAllocator(Mode mode, Freed freed, DeviceMemorySource source);
   ~DeviceAllocator();  // returns the cache to the driver; live buffers are a caller bug
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
@@ -105,6 +117,8 @@ class DeviceAllocator {
   friend class DeviceBuffer;
   void release(void* ptr, std::size_t bytes);
   void release_cache_locked();  // trim() with mutex_ held
+  // A block back to where it came from (the driver or the source); reports, never raises.
+  void return_block(void* ptr);
   // Takes back the batches of release_after whose event has completed; with `wait`, waits
   // for every batch up to a deadline first (the destructor).
   void reap_deferred(bool wait);
@@ -116,6 +130,7 @@ class DeviceAllocator {
 
   Mode mode_;
   Freed freed_;
+  DeviceMemorySource source_;  // empty: the driver
   mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<void*>> cache_;  // size class -> free blocks, LIFO
   std::vector<std::pair<void*, std::size_t>> quarantine_;  // poisoned blocks, driver bytes

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "common/errors.hpp"
+#include "moebench/engine_abi.h"
 #include "probes/probe.hpp"
 
 namespace moe {
@@ -53,6 +54,13 @@ constexpr ExternalEngineUse kMeasuresDevice{.why_not = "it measures the device, 
 constexpr ExternalEngineUse kMeasuresOwnKernels{.why_not = "it measures moebench's own kernels by name"};
 constexpr ExternalEngineUse kMeasuresTimingLoop{.why_not = "it checks moebench's own timing loop, not an engine"};
 constexpr ExternalEngineUse kTestOnly{.why_not = "it is a test of the runner and runs no engine"};
+// What a probe needs of an adapter to run through it (--engine; docs/engine-abi.md).
+constexpr ExternalEngineUse kThroughAdapter{.runs = true};
+constexpr ExternalEngineUse kNeedsRouteCounts{.runs = true, .needs = MOEBENCH_CAP_ROUTE_COUNTS};
+constexpr ExternalEngineUse kNeedsCapture{.runs = true, .needs = MOEBENCH_CAP_CAPTURE_SAFE_FORWARD};
+constexpr ExternalEngineUse kNeedsRouteCountsAndCapture{
+    .runs = true, .needs = MOEBENCH_CAP_ROUTE_COUNTS | MOEBENCH_CAP_CAPTURE_SAFE_FORWARD};
+constexpr ExternalEngineUse kNeedsDeviceAllocator{.runs = true, .needs = MOEBENCH_CAP_DEVICE_ALLOCATOR};
 constexpr ExternalEngineUse kNoExpertParallelism{
     .why_not = "expert parallelism is not part of the engine ABI"};
 constexpr std::array kProbes{
@@ -63,17 +71,17 @@ constexpr std::array kProbes{
     ProbeInfo{"bandwidth",
               "one decode step per shape, M, format and mode: GPU, host and kernel time, "
               "bytes (dedup and not), GB/s and percent of the read ceiling",
-              &run_bandwidth_probe, &bandwidth_sweep, true},
+              &run_bandwidth_probe, &bandwidth_sweep, true, false, 1, {}, kNeedsRouteCounts},
     ProbeInfo{"capture-replay",
               "graph capture and replay: capture refusals, no sync in capture, replays on new "
               "tokens over poisoned outputs, repeated cycles, a replay after its scratch regrew, "
               "eager after replay, teardown; host time saved",
-              &run_capture_replay_probe, &capture_replay_sweep, true},
+              &run_capture_replay_probe, &capture_replay_sweep, true, false, 1, {}, kNeedsCapture},
     ProbeInfo{"route-telemetry",
               "the route kernel's record of routed experts: one window over eager calls and "
               "replays equals the oracle, reset refused in capture, overflow and poison fail "
               "closed, two engines apart; overhead of arming against 2 us and 2%",
-              &run_route_telemetry_probe, &route_telemetry_sweep, true, true},
+              &run_route_telemetry_probe, &route_telemetry_sweep, true, true, 1, {}, kNeedsRouteCountsAndCapture},
     ProbeInfo{"expert-residency",
               "hot experts on the device, cold ones in host memory from a telemetry window: "
               "same bits as all-resident, refused in capture and under a live graph, a fault "
@@ -83,11 +91,11 @@ constexpr std::array kProbes{
               "N engines built, run and destroyed in sequence, weights at the same addresses, "
               "freed experts poisoned, then freed device blocks handed out again: a stale "
               "resident table reads poison or other experts (docs/bugs.md, bug 1)",
-              &run_two_engine_probe, &two_engine_sweep, true, false, 1, {}, ExternalEngineUse{.runs = true}},
+              &run_two_engine_probe, &two_engine_sweep, true, false, 1, {}, kThroughAdapter},
     ProbeInfo{"drop-after-inflight",
               "a layer and an engine destroyed with a forward in flight, the next request "
               "writing the freed memory: the pending result must stay right",
-              &run_drop_after_inflight_probe, &drop_after_inflight_sweep, true},
+              &run_drop_after_inflight_probe, &drop_after_inflight_sweep, true, false, 1, {}, kNeedsDeviceAllocator},
     ProbeInfo{"scratch-regrow",
               "one layer over growing and shrinking M, no drain between calls, each regrow under "
               "a pending call while another request writes the freed block; every token checked",

@@ -20,7 +20,7 @@ const std::set<std::string> kTopFields{"schema",      "schema_version", "name",
 const std::set<std::string> kRunFields{"shapes",    "m",          "weight_formats", "modes",
                                        "seed",      "mutation",   "min_samples",    "max_samples",
                                        "max_noise_pct", "min_time_s", "timeout_s",  "l2",
-                                       "warmup",    "copy_bytes"};
+                                       "warmup",    "copy_bytes", "engine"};
 
 std::string list(const std::set<std::string>& s) {
   std::string out;
@@ -159,6 +159,12 @@ CaseFile parse_case_file(const json& j, const std::string& origin) {
   if (run.has("modes")) c.modes = run.strings_from("modes", {"eager", "graph"});
   if (run.has("seed")) c.seed = static_cast<std::uint64_t>(run.integer("seed", 0, INT64_MAX));
   if (run.has("mutation")) c.mutation = run.string("mutation");
+  if (run.has("engine")) {
+    c.engine = run.string("engine");
+    if (c.engine->empty())
+      throw UsageError(origin + ": field \"run.engine\" is empty; give an adapter library's file name "
+                       "(libNAME.so) or a path relative to the case file");
+  }
   if (run.has("min_samples")) c.min_samples = run.integer("min_samples", 1, 1000000);
   if (run.has("max_samples")) c.max_samples = run.integer("max_samples", 1, 1000000);
   if (run.has("copy_bytes")) c.copy_bytes = run.integer("copy_bytes", 0, INT64_MAX);
@@ -194,6 +200,7 @@ json to_json(const CaseFile& c) {
   if (c.timeout_s) run["timeout_s"] = *c.timeout_s;
   if (c.warmup) run["warmup"] = *c.warmup;
   if (c.l2) run["l2"] = *c.l2;
+  if (c.engine) run["engine"] = *c.engine;
   return json{{"schema", kCaseSchemaName},
               {"schema_version", kCaseSchemaVersion},
               {"name", c.name},

@@ -27,6 +27,10 @@ struct CaseFile {
   std::vector<std::string> modes;           // eager, graph
   std::uint64_t seed = 1;
   std::optional<std::string> mutation;      // checked against the mutation registry by the caller
+  // The engine adapter the case runs through: a library's file name, found among the adapters
+  // built or installed beside moebench, or a path relative to the case file (apps' repro plan;
+  // docs/case-files.md).
+  std::optional<std::string> engine;
   std::optional<std::size_t> min_samples, max_samples, copy_bytes;
   std::optional<double> max_noise_pct, min_time_s, timeout_s;
   std::optional<std::string> l2;  // cold, hot

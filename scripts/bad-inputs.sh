@@ -35,6 +35,12 @@ echo '{"name": "t", "hidden": 1000000000, "moe_inter": 128, "experts": 8, "top_k
 echo '{"name": "t", "hidden": 100, "moe_inter": 128, "experts": 8, "top_k": 2}' >shape-not-multiple.json
 echo '{"name": "t", "hidden": 256, "moe_inter": 128, "experts": 2, "top_k": 4}' >shape-topk-above-experts.json
 shape ', "layers": 4' >shape-unknown-field.json
+# A case file naming an engine adapter (run.engine): one found nowhere, an empty one, and a path
+# beside the case file that is not a library.
+adapter_case() { sed "s|\"libmoebench_stale_resident_cache_adapter.so\"|\"$1\"|" "$root/fixtures/cases/stale-resident-pointers-adapter.json"; }
+adapter_case libnosuch_adapter.so >case-adapter-missing.json
+adapter_case "" >case-adapter-empty.json
+adapter_case ./not-json.json >case-adapter-not-library.json
 shape ', "scoring": "relu"' >shape-bad-scoring.json
 shape ', "renormalize": "yes"' >shape-bad-renormalize.json
 echo '{"name": "t", "hidden": 1e400, "moe_inter": 128, "experts": 8, "top_k": 2}' >shape-number-overflow.json
@@ -277,6 +283,9 @@ repro --device -1	repro "$root/tests/data/cases/with-shape-object.json" --device
 --engine an executable	run two-engine --engine "$moebench"
 selftest --engine missing file	selftest --engine nosuch.so
 repro --engine missing file	repro "$root/tests/data/cases/with-shape-object.json" --engine nosuch.so
+repro case adapter not found	repro case-adapter-missing.json
+repro case adapter empty	repro case-adapter-empty.json
+repro case adapter not a library	repro case-adapter-not-library.json
 LIST
 )
 

@@ -19,7 +19,11 @@ for src in "$root"/tests/gpu/test_*.cpp "$root"/tests/gpu/test_*.cu; do
   name=$(basename "${src%.*}")
   if [[ -x "$build/tests/$name" ]]; then cp "$build/tests/$name" "$dest/"; else echo "gpu-bundle.sh: $name not built" >&2; exit 2; fi
 done
-# The engine adapters the GPU test of the engine ABI loads (test_engine_abi_probe).
+# The engine adapters the GPU tests of the engine ABI load (test_engine_abi_probe,
+# test_adapter_probe_verdicts, test_cublas_adapter_probes; the cuBLAS one where it was built).
 cp "$build/adapters/libmoebench_engine_adapter.so" \
-   "$build/tests/adapters/libmoebench_test_adapter_stale_resident_cache.so" "$dest/"
+   "$build/adapters/libmoebench_stale_resident_cache_adapter.so" "$dest/"
+if [[ -f "$build/adapters/libmoebench_cublas_per_expert_adapter.so" ]]; then
+  cp "$build/adapters/libmoebench_cublas_per_expert_adapter.so" "$dest/"
+fi
 du -sh "$dest"

@@ -15,7 +15,9 @@ bin=$(cd "${1:-$root/.gpu}" && pwd) || exit 2
 out=${2:-${OUT:-.}}
 export MOEBENCH_FIXTURES=${MOEBENCH_FIXTURES:-$root/fixtures} MOEBENCH_BINARY=$bin/moebench
 export MOEBENCH_OWN_ADAPTER=$bin/libmoebench_engine_adapter.so
-export MOEBENCH_STALE_CACHE_ADAPTER=$bin/libmoebench_test_adapter_stale_resident_cache.so
+export MOEBENCH_STALE_CACHE_ADAPTER=$bin/libmoebench_stale_resident_cache_adapter.so
+[[ -f $bin/libmoebench_cublas_per_expert_adapter.so ]] &&
+  export MOEBENCH_CUBLAS_ADAPTER=$bin/libmoebench_cublas_per_expert_adapter.so
 logs=$(mktemp -d)/gpu-check
 mkdir -p "$logs" "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv \

@@ -46,6 +46,21 @@ moebench_status forward(moebench_engine* e, const moebench_forward_args* args, m
   });
 }
 
+moebench_status read_route_counts(moebench_engine* e, moebench_route_counts* counts, moebench_stream stream,
+                                  moebench_error* error) {
+  return guarded(error, [&]() -> moebench_status {
+    if (!e || !counts) return fail(error, MOEBENCH_ERROR_INVALID_ARGUMENT, "no engine or no counts");
+    return e->engine.route_counts().read(*counts, stream, error);
+  });
+}
+
+moebench_status reset_route_counts(moebench_engine* e, moebench_stream stream, moebench_error* error) {
+  return guarded(error, [&]() -> moebench_status {
+    if (!e) return fail(error, MOEBENCH_ERROR_INVALID_ARGUMENT, "no engine");
+    return e->engine.route_counts().reset(stream, error);
+  });
+}
+
 moebench_status destroy(moebench_engine* e, moebench_error* error) {
   if (!e) return MOEBENCH_OK;
   // Forwards still running read the tables and the scratch: wait, then free (even on an error).
@@ -60,14 +75,14 @@ const moebench_adapter kAdapter = {
     MOEBENCH_ENGINE_ABI_MINOR,
     "moebench",
     MOEBENCH_VERSION,
-    MOEBENCH_CAP_CAPTURE_SAFE_FORWARD,
+    MOEBENCH_CAP_CAPTURE_SAFE_FORWARD | MOEBENCH_CAP_ROUTE_COUNTS | MOEBENCH_CAP_DEVICE_ALLOCATOR,
     (1u << MOEBENCH_WEIGHTS_BF16) | (1u << MOEBENCH_WEIGHTS_INT4),
     create,
     forward,
     destroy,
     check_layer,
-    nullptr,  // read_route_counts: moebench's route telemetry is not behind the ABI yet
-    nullptr,  // reset_route_counts
+    read_route_counts,  // moebench's route telemetry, one record a layer
+    reset_route_counts,
     nullptr,  // set_residency: nor is its expert residency
 };
 

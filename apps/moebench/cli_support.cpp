@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "apps/moebench/commands.hpp"
+#include "common/adapter_location.hpp"
 #include "common/errors.hpp"
 
 namespace moe::cli {
@@ -55,6 +56,15 @@ const char* const kFixturesHelp =
     "MOEBENCH_FIXTURES, then ../share/moebench/fixtures beside the binary (an installed "
     "moebench), then the source tree's fixtures/ (a binary in its build tree); with none, the "
     "shapes built into the binary";
+
+std::string find_case_adapter(const std::string& name, const std::string& case_file, const std::string& origin) {
+  AdapterSearch search;
+  std::error_code ec;
+  search.executable = std::filesystem::read_symlink("/proc/self/exe", ec);
+  search.build_dir = MOEBENCH_BUILD_DIR;
+  search.case_file = std::filesystem::absolute(case_file, ec);
+  return locate_case_adapter(name, search, origin).string();
+}
 
 FixturesLocation find_fixtures(const std::string& flag) {
   FixturesSearch search;

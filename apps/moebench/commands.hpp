@@ -47,6 +47,11 @@ void refuse_duplicates(const std::string& option, const std::vector<std::string>
 // $MOEBENCH_FIXTURES, else the running binary's ../share/moebench/fixtures, else the source
 // tree's fixtures/ when the binary is in its build tree, else none (the built-in shapes).
 FixturesLocation find_fixtures(const std::string& flag);
+
+// The adapter a case file names (field run.engine) for this binary (common/adapter_location.hpp:
+// relative to the case file, else installed beside the binary, else in its build tree); raises
+// UsageError beginning with `origin` when it is not found.
+std::string find_case_adapter(const std::string& name, const std::string& case_file, const std::string& origin);
 // --fixtures' help, the same for every command that takes it: the lookup order.
 extern const char* const kFixturesHelp;
 // --assume-routing's help, the same for `run` and `list`.

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "apps/moebench/commands.hpp"
 #include "common/errors.hpp"
 #include "common/json_file.hpp"
 #include "common/sha256.hpp"
@@ -70,6 +71,9 @@ ReproPlan plan_from_case_file(const std::string& file, const std::filesystem::pa
 
   RunRequest r = std::move(base);
   r.probes = {c.probe};
+  // The adapter the case names, unless --engine gives one (a user's own build of it wins).
+  if (c.engine && r.engine.empty())
+    r.engine = find_case_adapter(*c.engine, file, origin + ": field \"run.engine\"");
   std::vector<std::string> labels;
   for (std::size_t i = 0; i < c.shapes.size(); ++i) {
     const std::string where = origin + ": field \"run.shapes[" + std::to_string(i) + "]\"";

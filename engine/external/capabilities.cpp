@@ -11,6 +11,8 @@ std::span<const CapabilityInfo> all_capabilities() {
        {"read_route_counts", "reset_route_counts"}},
       {MOEBENCH_CAP_RESIDENCY, "residency", "MOEBENCH_CAP_RESIDENCY",
        "routed experts can be moved between device and host memory", {"set_residency"}},
+      {MOEBENCH_CAP_DEVICE_ALLOCATOR, "device-allocator", "MOEBENCH_CAP_DEVICE_ALLOCATOR",
+       "the engine takes its device memory from the allocator moebench lends it", {}},
   };
   return kAll;
 }

@@ -60,6 +60,10 @@ void ExternalEngine::build(DeviceAllocator& allocator, moebench_layer_weights* d
   desc.layer = &layer;
   desc.weights = per_layer.data();
   desc.stream = stream_.handle();
+  if (adapter_->has(MOEBENCH_CAP_DEVICE_ALLOCATOR)) {
+    lent_ = std::make_unique<LentDeviceMemory>(allocator);
+    desc.allocator = lent_->table();
+  }
   moebench_error error = empty_error();
   const moebench_status status = adapter_->table().create(&desc, &handle_, &error);
   check_call(*adapter_, "create", status, error);
@@ -68,6 +72,7 @@ void ExternalEngine::build(DeviceAllocator& allocator, moebench_layer_weights* d
 }
 
 ExternalEngine::~ExternalEngine() {
+  // The graph (a member) goes after the drain below: never destroyed under a running replay.
   try {
     destroy();
   } catch (const std::exception& e) {
@@ -113,6 +118,67 @@ void ExternalEngine::forward() {
   args.stream = stream_.handle();
   moebench_error error = empty_error();
   check_call(*adapter_, "forward", adapter_->table().forward(handle_, &args, &error), error);
+  if (!stream_.capturing()) eager_ms_.insert(m_);
+}
+
+std::string ExternalEngine::capture_blocker() const {
+  if (!adapter_->has(MOEBENCH_CAP_CAPTURE_SAFE_FORWARD))
+    return adapter_->label() + " does not declare capture-safe-forward (MOEBENCH_CAP_CAPTURE_SAFE_FORWARD)";
+  if (m_ == 0) return "no input set";
+  if (!eager_ms_.contains(m_))
+    return "no eager forward at M=" + std::to_string(m_) + " yet (the ABI allows a capture only after one)";
+  return "";
+}
+
+void ExternalEngine::capture() {
+  if (const std::string why = capture_blocker(); !why.empty())
+    throw Error(ExitCode::probe_error, "capture refused: " + why);
+  graph_.reset();
+  graph_ = std::make_unique<CapturedGraph>(stream_, [&] { forward(); });
+}
+
+void ExternalEngine::replay() {
+  if (!graph_) throw Error(ExitCode::probe_error, "ExternalEngine::replay with no graph captured");
+  graph_->replay(stream_);
+}
+
+void ExternalEngine::check_route_counts(const char* function) const {
+  if (!adapter_->has(MOEBENCH_CAP_ROUTE_COUNTS))
+    throw Error(ExitCode::probe_error, std::string(function) + ": " + adapter_->label() +
+                                           " does not declare route-counts (MOEBENCH_CAP_ROUTE_COUNTS)");
+  if (!handle_) throw Error(ExitCode::probe_error, std::string(function) + " after destroy");
+}
+
+ExternalEngine::RouteCounts ExternalEngine::read_route_counts(int layer) {
+  check_route_counts("read_route_counts");
+  if (layer < 0 || layer >= layers())
+    throw Error(ExitCode::probe_error, "read_route_counts of layer " + std::to_string(layer) + "; valid: 0.." +
+                                           std::to_string(layers() - 1));
+  RouteCounts out;
+  out.counts.assign(static_cast<std::size_t>(config_.shape.experts), 0);
+  moebench_route_counts counts{};
+  counts.struct_size = sizeof counts;
+  counts.layer = layer;
+  counts.experts = config_.shape.experts;
+  counts.counts = out.counts.data();
+  moebench_error error = empty_error();
+  check_call(*adapter_, "read_route_counts",
+             adapter_->table().read_route_counts(handle_, &counts, stream_.handle(), &error), error);
+  out.window = counts.window;
+  out.flags = counts.flags;
+  return out;
+}
+
+void ExternalEngine::reset_route_counts() {
+  if (const std::string failure = try_reset_route_counts(); !failure.empty())
+    throw Error(ExitCode::probe_error, failure);
+}
+
+std::string ExternalEngine::try_reset_route_counts() {
+  check_route_counts("reset_route_counts");
+  moebench_error error = empty_error();
+  const moebench_status status = adapter_->table().reset_route_counts(handle_, stream_.handle(), &error);
+  return status == MOEBENCH_OK ? "" : describe_failure(*adapter_, "reset_route_counts", status, error);
 }
 
 }  // namespace moe::external

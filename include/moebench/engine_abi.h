@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define MOEBENCH_ENGINE_ABI_MAJOR 1
-#define MOEBENCH_ENGINE_ABI_MINOR 0
+#define MOEBENCH_ENGINE_ABI_MINOR 1
 
 /* The one symbol an adapter exports (see moebench_engine_abi_entry below). */
 #define MOEBENCH_ENGINE_ABI_ENTRY "moebench_engine_abi"
@@ -140,6 +140,19 @@ typedef struct moebench_layer_weights {
  * pointer. */
 typedef struct moebench_engine moebench_engine;
 
+/* Device memory moebench lends an engine (minor 1; moebench_engine_desc.allocator). An adapter
+ * that declares MOEBENCH_CAP_DEVICE_ALLOCATOR takes every device buffer its engine holds from it
+ * when it is given, so moebench sees which blocks an engine gave back and who received them next
+ * (probe drop-after-inflight). The table and its context stay valid until destroy returns.
+ * allocate returns MOEBENCH_ERROR_OUT_OF_MEMORY when the device is full. release hands a block
+ * back at once: the engine must have waited for every piece of work that uses it. */
+typedef struct moebench_device_allocator {
+  uint32_t struct_size;
+  void* context;
+  moebench_status (*allocate)(void* context, size_t bytes, void** block, moebench_error* error);
+  void (*release)(void* context, void* block);
+} moebench_device_allocator;
+
 typedef struct moebench_engine_desc {
   uint32_t struct_size;
   int32_t device;                               /* the CUDA device, current in every call */
@@ -148,6 +161,10 @@ typedef struct moebench_engine_desc {
   const moebench_layer_desc* layer;             /* every layer's shape */
   const moebench_layer_weights* const* weights; /* [L]: layer l's weights */
   moebench_stream stream;                       /* where create may enqueue (uploads) */
+  /* Minor 1 (read it only where MOEBENCH_ABI_HAS_FIELD says it is there): the device memory
+   * moebench lends, given to an adapter that declares MOEBENCH_CAP_DEVICE_ALLOCATOR; NULL: the
+   * engine allocates its own. */
+  const moebench_device_allocator* allocator;
 } moebench_engine_desc;
 
 /* One step: every layer over the same input, layer l writing outputs[l] (moebench checks each
@@ -173,6 +190,9 @@ typedef struct moebench_forward_args {
 #define MOEBENCH_CAP_ROUTE_COUNTS (UINT64_C(1) << 1)
 /* set_residency is given: routed experts moved between device and host memory. */
 #define MOEBENCH_CAP_RESIDENCY (UINT64_C(1) << 2)
+/* Minor 1. The engine takes its device memory from the allocator moebench lends it
+ * (moebench_engine_desc.allocator) whenever one is given. */
+#define MOEBENCH_CAP_DEVICE_ALLOCATOR (UINT64_C(1) << 3)
 
 /* A layer's routing since the engine was built or last reset: moebench fills struct_size,
  * layer, experts and counts; the adapter fills the rest. */

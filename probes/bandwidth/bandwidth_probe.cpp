@@ -16,8 +16,8 @@
 #include "engine/engine.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/bandwidth/cublas_peer.hpp"
+#include "probes/bandwidth/step_timing.hpp"
 #include "probes/bandwidth/step_flops.hpp"
-#include "probes/copy/compute_ceiling.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/evidence.hpp"
 #include "probes/evidence_rules.hpp"
@@ -27,16 +27,6 @@
 namespace moe {
 
 namespace {
-
-// Bytes one decode step must move: each distinct expert once per layer (dedup, from the GPU's
-// own routing, so the same tie-break), or once per (token, slot) (no dedup); plus the router,
-// the input read and the output written by each layer.
-struct StepBytes {
-  double dedup = 0;
-  double no_dedup = 0;
-  double dedup_bf16 = 0;  // dedup with every expert counted in bf16: the cuBLAS peer's bytes
-  std::vector<int> experts_touched;  // per layer
-};
 
 StepBytes count_step_bytes(Engine& engine, int m) {
   StepBytes b;
@@ -60,8 +50,6 @@ StepBytes count_step_bytes(Engine& engine, int m) {
   }
   return b;
 }
-
-report::Metric metric(double v, const char* unit) { return {v, unit}; }
 
 // Which expert GEMM family the engine's forward of m tokens runs (ForwardOptions::gemm's rule),
 // so a report says which kernels its figure is of.
@@ -90,22 +78,14 @@ const SweepDeclaration bandwidth_sweep{.cases = {"step"},
                                        .modes = ModeAxis::axis,
                                        .cases_for = &step_case};
 
+// Through an engine adapter (--engine): bandwidth_through_adapter.cpp.
+void run_bandwidth_through_adapter(ProbeState& state);
+
 void run_bandwidth_probe(ProbeState& state) {
-  // The ceiling every figure is divided by, measured in this run.
-  const ReadCeiling ceiling = checked_read_ceiling(state);
-  // The dense tensor-core rate in the same run, for the roofline column; where cuBLAS does not
-  // load or its GEMM fails its check, the cases say why and carry no compute figures.
-  std::string compute_why;
-  std::optional<ComputeCeiling> compute;
-  try {
-    compute = measure_compute_ceiling(state, compute_why);
-  } catch (const Error& e) {
-    compute_why = e.what();
-  }
-  if (compute && !compute->check.passed) {
-    compute_why = "its GEMM failed its check: " + compute->check.detail;
-    compute.reset();
-  }
+  if (state.options().adapter) return run_bandwidth_through_adapter(state);
+  // The ceilings every figure is divided by, measured in this run.
+  const StepCeilings ceilings = measure_step_ceilings(state);
+  const ReadCeiling& ceiling = ceilings.read;
   // The vendor peer, when asked for: by name it must load (the CLI checked before any device
   // work); in the default suite a missing library is said in each case's evidence.
   std::optional<CublasPeer> peer;
@@ -148,8 +128,6 @@ void run_bandwidth_probe(ProbeState& state) {
                                         std::string(kernels::to_string(format)) + "/cublas");
 
       const bool asked_cold = state.sampler().options().l2 == measure::L2Mode::cold;
-      const double over_l2 =
-          bytes.dedup / static_cast<double>(std::max<std::size_t>(state.device().l2_bytes, 1));
       for (const SweepPoint& point : m_points) {
         const std::string& mode = *point.mode;
         report::CaseResult c = state.start_case(point);  // step, or step-l2-hot (step_case)
@@ -191,60 +169,13 @@ void run_bandwidth_probe(ProbeState& state) {
         }
         const std::string label = "bandwidth/" + shape.name + "/m=" + std::to_string(m) + "/" +
                                   *c.format + "/" + mode;
-        report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue);
-        const double median_s = meas.gpu_time().median * 1e-6;
-        const double gbps = bytes.dedup / median_s * 1e-9;
-        const double pct = 100.0 * gbps / ceiling.gbps;
-        c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / plan.layers, "us");
-        c.metrics["bytes_dedup"] = metric(bytes.dedup, "B");
-        c.metrics["bytes_no_dedup"] = metric(bytes.no_dedup, "B");
-        c.metrics["gbps"] = metric(gbps, "GB/s");
-        c.metrics["gbps_no_dedup"] = metric(bytes.no_dedup / median_s * 1e-9, "GB/s");
-        c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
-        c.metrics["pct_of_read_ceiling"] = metric(pct, "%");
-        c.metrics["host_us"] = metric(meas.host_time().median, "us");
-        const double flops = layer_flops(engine.layer(0).config().dims, m) * plan.layers;
-        c.metrics["flops"] = metric(flops, "FLOP");
-        c.metrics["tflops"] = metric(flops / median_s * 1e-12, "TFLOP/s");
-        if (compute) {
-          const double bound_s = roofline_seconds(bytes.dedup, ceiling.gbps, flops, compute->tflops);
-          c.metrics["compute_ceiling_tflops"] = metric(compute->tflops, "TFLOP/s");
-          c.metrics["pct_of_compute_ceiling"] = metric(100.0 * flops / median_s * 1e-12 / compute->tflops, "%");
-          c.metrics["roofline_us_per_layer"] = metric(bound_s * 1e6 / plan.layers, "us");
-          c.metrics["pct_of_roofline"] = metric(100.0 * bound_s / median_s, "%");
-          c.evidence["compute_ceiling"] = compute->library + ", bf16 GEMM " + std::to_string(compute->n) + "^3";
-        } else {
-          c.evidence["compute_ceiling"] = "not measured: " + compute_why;
-        }
+        TimedStep step{engine.stream(), enqueue, label, bytes, layer_flops(engine.layer(0).config().dims, m) * plan.layers,
+                       plan.layers, plan.reduced, ceilings, nullptr};
         if (peer_figure)
-          peer_figure->add_to(c, meas.gpu_time().median, plan.layers, state.options().peer_required);
-        c.checks.push_back({"bytes_within_read_ceiling", pct <= 100.0,
-                            "dedup bytes over median GPU time is " + std::to_string(pct) +
-                                "% of the read ceiling (above 100% means the byte count is "
-                                "wrong, not a record)"});
-        // The L2 was defeated only if every sample was flushed, or the step's distinct
-        // weights alone are 4x the L2 (counted from the flushes the sampler did, not the
-        // option asked for).
-        const std::size_t flushed = meas.l2_flushes.value_or(0);
-        const L2Defeat l2 = l2_defeat(flushed, meas.samples(), over_l2);
-        const bool defeated = l2.defeated, every_sample_flushed = l2.every_sample_flushed;
-        const std::string l2_detail = l2.detail + "; " + std::to_string(plan.layers) +
-                                      " layers" + (plan.reduced ? ", reduced for memory" : "");
-        c.evidence["l2_flushes"] = flushed;
-        c.evidence["samples"] = meas.samples();
-        if (asked_cold)
-          c.checks.push_back({"cold_figure_defeats_l2", defeated,
-                              "asked for a cold figure: " + l2_detail});
-        c.prove("l2_defeated", defeated,
-                "L2 not defeated, so the figure may be the cache's: " + l2_detail +
-                    (asked_cold ? "" : "; --l2 hot keeps the flush off"));
-        const std::string flags = sampling_flags(meas);
-        c.measurements["main"] = std::move(meas);
-        c.conclude("decode step measured after its output matched the reference, " +
-                   std::string(every_sample_flushed ? "L2 flushed before every sample"
-                                                    : "working set over 4x the L2") +
-                   (asked_cold ? "" : " (L2 hot)") + flags);
-        if (c.verdict != report::Verdict::pass) c.reason += flags;
+          step.beside = [&](report::CaseResult& k, double median_us) {
+            peer_figure->add_to(k, median_us, plan.layers, state.options().peer_required);
+          };
+        time_step(state, c, step);
         if (mode == "graph") engine.drop_graphs();
         state.add_case(std::move(c));
       }

@@ -241,7 +241,11 @@ const SweepDeclaration capture_replay_sweep{.cases = {"cycle"},
                                             .modes = ModeAxis::fixed,
                                             .fixed_mode = "graph"};
 
+// Through an engine adapter (--engine): capture_replay_through_adapter.cpp.
+void run_capture_replay_through_adapter(ProbeState& state);
+
 void run_capture_replay_probe(ProbeState& state) {
+  if (state.options().adapter) return run_capture_replay_through_adapter(state);
   for (const SweepPoint& point : state.points()) {
     const Shape& shape = *point.shape;
     const kernels::WeightFormat format = *point.format;

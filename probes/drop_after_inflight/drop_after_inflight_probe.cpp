@@ -12,49 +12,32 @@
 #include "kernels/interference/interference_kernels.hpp"
 #include "kernels/moe/generate.hpp"
 #include "probes/evidence.hpp"
+#include "probes/drop_after_inflight/drop_verdict.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
 namespace moe {
 
 namespace {
-
-// Long enough that everything the host does next happens while the forward is still queued;
-// the probe checks that it did (an event still pending just before the destroy) rather than
-// trusting it: a host stall or a sanitizer serialising streams can miss it.
-constexpr std::uint64_t kQueueAheadNs = 50'000'000;  // 50 ms
-
-// Every token is checked: a wrong pending result may touch only some of them.
-constexpr int kAllTokens = 1 << 30;
-
-// The probe's verdict: the pending output was right and the device usable afterwards, and
-// both halves of the hazard were forced: the work was pending at the destroy, and the next
-// request received the blocks the destroy freed.
-void conclude(report::CaseResult& c, const LayerCheck& inflight, report::Check usable,
-              bool pending, const BlockReuse& reuse, const char* owner) {
-  c.checks.push_back(inflight.as_check("inflight_output_matches_reference"));
-  c.checks.push_back(std::move(usable));
-  c.evidence["freed_blocks"] = reuse.freed;
-  c.evidence["freed_blocks_received_by_next_request"] = reuse.reused.size();
-  if (!reuse.reused.empty()) c.evidence["first_block_received"] = hex(reuse.reused.front());
-  c.evidence["tokens_checked"] = inflight.tokens_checked;
-  c.prove("forward_pending_at_destroy", pending,
-          std::string("the forward had already finished when the ") + owner +
-              " was destroyed (the 50 ms queue-ahead was missed)");
-  c.prove("next_request_received_freed_blocks", !reuse.reused.empty(),
-          "the next request received none of the " + std::to_string(reuse.freed) +
-              " blocks the destroy freed: " + reuse.detail());
-  c.conclude(std::string("the ") + owner + " waited for its in-flight forward: pending at the "
-             "destroy, " + reuse.detail() + " to the next request, every token right");
+// A layer is moebench's own object: through an adapter only case engine runs.
+std::vector<std::string> drop_cases(const RunOptions& options) {
+  if (options.adapter) return {"engine"};
+  return {"layer", "engine"};
 }
-
 }  // namespace
 
 extern const SweepDeclaration drop_after_inflight_sweep;
-const SweepDeclaration drop_after_inflight_sweep{
-    .cases = {"layer", "engine"}, .shapes = {"tiny"}, .ms = {16}, .formats = kBf16Only};
+const SweepDeclaration drop_after_inflight_sweep{.cases = {"layer", "engine"},
+                                                 .shapes = {"tiny"},
+                                                 .ms = {16},
+                                                 .formats = kBf16Only,
+                                                 .cases_for = &drop_cases};
+
+// Through an engine adapter (--engine): drop_after_inflight_through_adapter.cpp.
+void run_drop_after_inflight_through_adapter(ProbeState& state);
 
 void run_drop_after_inflight_probe(ProbeState& state) {
+  if (state.options().adapter) return run_drop_after_inflight_through_adapter(state);
   // Cases layer and engine per shape, format and M, sharing the input and result buffers.
   for (std::span<const SweepPoint> m_points : runs_of(state.points(), SweepAxis::m)) {
     const Shape& shape = *m_points.front().shape;
@@ -72,7 +55,7 @@ void run_drop_after_inflight_probe(ProbeState& state) {
     auto finish = [&](report::CaseResult& c, const LayerReference& ref, bool pending,
                       std::uint64_t before_destroy, std::uint64_t before_next, const char* owner) {
       const BlockReuse reuse = freed_blocks_received(memory, before_destroy, before_next);
-      conclude(c,
+      conclude_drop_case(c,
                check_output(ref, copy_to_host(out.as<__nv_bfloat16>(), elements), m,
                             input_seed, nullptr, kAllTokens),
                device_usable(state, shape, format, m, "device_usable_after"), pending, reuse,

@@ -409,9 +409,10 @@ void run_overhead_case(ProbeState& state, const SweepPoint& point) {
   state.add_case(std::move(c));
 }
 
-// --telemetry: checks runs case window alone, overhead case overhead alone.
+// --telemetry: checks runs case window alone, overhead case overhead alone. Through an adapter
+// only case window (route_telemetry_through_adapter.cpp).
 std::vector<std::string> telemetry_cases(const RunOptions& options) {
-  if (options.telemetry == "checks") return {"window"};
+  if (options.telemetry == "checks" || options.adapter) return {"window"};
   if (options.telemetry == "overhead") return {"overhead"};
   return {"window", "overhead"};
 }
@@ -427,7 +428,11 @@ const SweepDeclaration route_telemetry_sweep{.cases = {"window", "overhead"},
                                              .fixed_mode = "graph",
                                              .cases_for = &telemetry_cases};
 
+// Through an engine adapter (--engine): route_telemetry_through_adapter.cpp.
+void run_route_telemetry_through_adapter(ProbeState& state);
+
 void run_route_telemetry_probe(ProbeState& state) {
+  if (state.options().adapter) return run_route_telemetry_through_adapter(state);
   for (const SweepPoint& point : state.points()) {
     if (point.case_name == "window")
       run_window_case(state, point);

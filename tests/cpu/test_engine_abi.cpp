@@ -71,7 +71,7 @@ TEST_CASE("a well-formed adapter loads with its name, version, ABI version, form
   const AdapterLibrary a(adapter("good"));
   CHECK(a.name() == "test-adapter");
   CHECK(a.version() == "1.2.3");
-  CHECK(a.abi_version() == "1.0");
+  CHECK(a.abi_version() == "1.1");
   CHECK(a.label() == "adapter 'test-adapter' 1.2.3");
   CHECK(a.path().is_absolute());
   CHECK(a.sha256() == moe::sha256_of_file(adapter("good")));
@@ -80,18 +80,21 @@ TEST_CASE("a well-formed adapter loads with its name, version, ABI version, form
   const nlohmann::json j = a.to_json();
   CHECK(j.at("name") == "test-adapter");
   CHECK(j.at("version") == "1.2.3");
-  CHECK(j.at("abi") == "1.0");
+  CHECK(j.at("abi") == "1.1");
   CHECK(j.at("sha256") == a.sha256());
   CHECK(j.at("capabilities") == nlohmann::json::array());
   CHECK(j.at("weight_formats") == nlohmann::json::array({"bf16"}));
   CHECK(j.at("path") == a.path().string());
 }
 
-TEST_CASE("moebench's own adapter loads, declares a capture-safe forward and both formats") {
+TEST_CASE("moebench's own adapter loads, declares a capture-safe forward, route counts, the lent allocator and both "
+          "formats") {
   const AdapterLibrary a(MOEBENCH_OWN_ADAPTER);
   CHECK(a.name() == "moebench");
   CHECK(a.has(MOEBENCH_CAP_CAPTURE_SAFE_FORWARD));
-  CHECK_FALSE(a.has(MOEBENCH_CAP_ROUTE_COUNTS));
+  CHECK(a.has(MOEBENCH_CAP_ROUTE_COUNTS));
+  CHECK(a.has(MOEBENCH_CAP_DEVICE_ALLOCATOR));
+  CHECK_FALSE(a.has(MOEBENCH_CAP_RESIDENCY));
   CHECK(a.takes(moe::kernels::WeightFormat::bf16));
   CHECK(a.takes(moe::kernels::WeightFormat::int4));
   // Its check_layer answers without a device.
@@ -123,11 +126,11 @@ TEST_CASE("each adapter that breaks a rule of the ABI is refused in one line bef
       {moe::test::moebench_binary(), "an executable, not a shared library", 2},
       {adapter("no_entry"), "does not export moebench_engine_abi: not a moebench engine adapter", 2},
       {adapter("entry_refuses"),
-       "moebench_engine_abi refused engine ABI 1.0 (MOEBENCH_ERROR_UNSUPPORTED): this adapter needs "
+       "moebench_engine_abi refused engine ABI 1.1 (MOEBENCH_ERROR_UNSUPPORTED): this adapter needs "
        "engine ABI 1.7 or newer",
        2},
-      {adapter("other_major"), "built for engine ABI 2.0; this moebench speaks 1.0 (the major versions must match", 2},
-      {adapter("table_size"), "its table is " + std::to_string(table_bytes - 8) + " bytes; engine ABI 1.0's is " +
+      {adapter("other_major"), "built for engine ABI 2.1; this moebench speaks 1.1 (the major versions must match", 2},
+      {adapter("table_size"), "its table is " + std::to_string(table_bytes - 8) + " bytes; engine ABI 1.1's is " +
                                   std::to_string(table_bytes),
        2},
       {adapter("null_forward"), "adapter 'test-adapter' 1.2.3 leaves forward null; every adapter must give create, "
@@ -253,7 +256,7 @@ TEST_CASE("probes declare whether they run through an adapter and the capabiliti
   const Result suite_run = run("run", "--engine", adapter("good"), "--dry-run");
   CAPTURE(suite_run.out);
   CHECK(suite_run.code == 0);
-  CHECK(suite_run.out.find("engine: adapter 'test-adapter' 1.2.3 (engine ABI 1.0, ") != std::string::npos);
+  CHECK(suite_run.out.find("engine: adapter 'test-adapter' 1.2.3 (engine ABI 1.1, ") != std::string::npos);
   CHECK(suite_run.out.find("not run through it: copy (it measures the device, not an engine)") != std::string::npos);
   CHECK(suite_run.out.find("two-engine  sequence") != std::string::npos);
   CHECK(suite_run.out.find("bandwidth  step") == std::string::npos);
@@ -273,7 +276,7 @@ TEST_CASE("compare warns when two reports ran other engines") {
   REQUIRE(diffs.size() == 1);
   CHECK(diffs[0].field == "engine");
   CHECK(diffs[0].base == "moebench's own");
-  CHECK(diffs[0].head.find("adapter test-adapter 1.2.3 (engine ABI 1.0, sha256 ") == 0);
+  CHECK(diffs[0].head.find("adapter test-adapter 1.2.3 (engine ABI 1.1, sha256 ") == 0);
   CHECK_FALSE(diffs[0].expected);
   CHECK(moe::report::environment_differences(head, head).empty());
   // Another build of the same adapter is another engine.
@@ -300,7 +303,7 @@ TEST_CASE("repro and selftest check the adapter first; a report that ran through
   const Result selftest = run("selftest", "--engine", adapter("other_major"));
   CAPTURE(selftest.out);
   CHECK(selftest.code == 2);
-  CHECK(selftest.out.find("built for engine ABI 2.0") != std::string::npos);
+  CHECK(selftest.out.find("built for engine ABI 2.1") != std::string::npos);
   CHECK(lines(selftest.out) == 1);
 
   // A case file under a mutation of moebench's own engine cannot go through an adapter.

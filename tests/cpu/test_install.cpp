@@ -1,10 +1,12 @@
 // `cmake --install BUILD --prefix P` gives a binary that runs away from its source tree: P/bin/
 // moebench finds P/share/moebench/fixtures wherever P is moved, and without any fixtures folder
-// it still knows the built-in shapes.
+// it still knows the built-in shapes; the engine adapters go to P/lib/moebench/adapters, where a
+// case file's run.engine is looked for first.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "support/cli_runner.hpp"
 
@@ -60,6 +62,28 @@ TEST_CASE("an installed moebench runs from anywhere, with its own fixtures or th
       binary, cwd, "repro --dry-run " + quote((fixtures / "cases" / "stale-resident-pointers.json").string()));
   CAPTURE(repro.err);
   CHECK(repro.exit_code == 0);
+  // The engine adapters are installed beside it, load there, and a case file naming one finds the
+  // installed file (lib/moebench/adapters), not the build tree's.
+  const fs::path adapters = fs::weakly_canonical(root / "moved" / "lib" / "moebench" / "adapters");
+  std::vector<std::string> installed_adapters{"libmoebench_engine_adapter.so",
+                                              "libmoebench_stale_resident_cache_adapter.so"};
+  if (!std::string(MOEBENCH_CUBLAS_ADAPTER).empty())
+    installed_adapters.push_back("libmoebench_cublas_per_expert_adapter.so");
+  for (const std::string& a : installed_adapters) {
+    CAPTURE(a);
+    REQUIRE(fs::exists(adapters / a));
+    const auto loaded = run_installed(
+        binary, cwd, "run two-engine --dry-run --shape tiny --weight-format bf16 --engine " + quote((adapters / a).string()));
+    CAPTURE(loaded.err);
+    CHECK(loaded.exit_code == 0);
+  }
+  const auto through = run_installed(
+      binary, cwd,
+      "repro --dry-run " + quote((fixtures / "cases" / "stale-resident-pointers-adapter.json").string()));
+  CAPTURE(through.err);
+  CHECK(through.exit_code == 0);
+  CHECK(through.err.find("--engine " + (adapters / "libmoebench_stale_resident_cache_adapter.so").string()) !=
+        std::string::npos);
 
   // No fixtures folder at all: the built-in shapes, and the folder it looked for is named.
   fs::remove_all(root / "moved" / "share");

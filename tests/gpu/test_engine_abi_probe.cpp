@@ -1,6 +1,6 @@
 // Probe two-engine through the engine ABI (--engine) on a GPU: through moebench's own adapter it
 // passes with the evidence it can prove from outside an engine, through an adapter with the
-// historic resident cache (tests/adapters/stale_resident_cache_adapter.cpp) it fails on the
+// historic resident cache (adapters/examples/stale_resident_cache_adapter.cpp) it fails on the
 // outputs, under both allocators; the report records the adapter.
 #include <doctest/doctest.h>
 
@@ -39,7 +39,7 @@ TEST_CASE("two-engine through moebench's own adapter passes with its evidence, a
     const nlohmann::json j = run_two_engine(adapter("MOEBENCH_OWN_ADAPTER", MOEBENCH_OWN_ADAPTER), allocator, 0);
     const nlohmann::json& adapter = j.at("options").at("engine_adapter");
     CHECK(adapter.at("name") == "moebench");
-    CHECK(adapter.at("abi") == "1.0");
+    CHECK(adapter.at("abi") == "1.1");
     CHECK(adapter.at("sha256").get<std::string>().size() == 64);
     REQUIRE(j.at("cases").size() == 1);
     const nlohmann::json& c = j.at("cases").at(0);

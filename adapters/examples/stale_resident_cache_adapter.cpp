@@ -1,9 +1,10 @@
-// An adapter that restores the historic bug 1 (docs/bugs.md) on moebench's kernels, for the GPU
-// test of probe two-engine through the engine ABI (tests/gpu/test_engine_abi_probe.cpp): each
+// An example adapter that restores the historic bug 1 (docs/bugs.md) on moebench's kernels: each
 // layer's resident table is cached for the process, keyed by the address of its weights'
 // descriptor and never evicted, as the engines that shipped the bug kept theirs. A later engine
 // whose descriptor sits at an earlier one's address then runs on the earlier engine's freed
-// experts. A test fixture, as the mutation static-resident-cache is: never part of the product.
+// experts. Users run it through `moebench repro fixtures/cases/stale-resident-pointers-adapter.json`
+// (probe two-engine FAILs it; tests/gpu/test_engine_abi_probe.cpp too). An example of a bug, as
+// the mutation static-resident-cache is: never an engine to measure.
 #include <map>
 #include <memory>
 
