@@ -256,3 +256,21 @@ TEST_CASE("loading takes a small multiple of the file's size in memory; zeros ta
   // cost 36x: a 16-byte value and more per 2 bytes of "0,").
   CHECK(static_cast<double>(zeros_kb - small_kb) < 0.5 * zeros_file_kb);
 }
+
+TEST_CASE("a real prefill report loads: its nominal bandwidth above any memory's, its compute figures") {
+  // `moebench run bandwidth --shape mixtral-8x7b,qwen3-30b-a3b --m 4096 --weight-format bf16
+  // --mode graph` on an H100 (2026-12-06): each token's expert reads counted apart add up to
+  // 160,000 GB/s, which no memory reads, and which the loader once refused.
+  const Report r = load_report(moe::test::data_file("reports/recorded-h100-prefill-bandwidth.json"));
+  REQUIRE(r.cases.size() == 2);
+  for (const CaseResult& c : r.cases) {
+    CAPTURE(c.key());
+    CHECK(c.verdict == Verdict::pass);
+    CHECK(c.metrics.at("tflops").value > 0);
+    CHECK(c.metrics.at("compute_ceiling_tflops").value > 100);
+    CHECK(c.metrics.at("pct_of_compute_ceiling").value > 0);
+    CHECK(c.metrics.at("pct_of_roofline").value > 0);
+    CHECK(c.metrics.at("roofline_us_per_layer").value > 0);
+  }
+  CHECK(r.cases[0].metrics.at("gbps_no_dedup").value > 1e5);
+}
