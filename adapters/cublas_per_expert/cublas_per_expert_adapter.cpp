@@ -3,13 +3,12 @@
 // declares what it has: a capture-safe forward and route counts; bf16 weights only. Its device
 // memory is its own (cudaMalloc at create), so the probes that must see an engine's allocator
 // are refused for it.
-#include <cstdarg>
-#include <cstdio>
 #include <exception>
 #include <memory>
 #include <new>
 #include <stdexcept>
 
+#include "adapters/abi_message.hpp"
 #include "adapters/cublas_per_expert/layer_support.hpp"
 #include "adapters/cublas_per_expert/per_expert_engine.hpp"
 
@@ -19,15 +18,7 @@ struct moebench_engine {
 
 namespace {
 
-moebench_status fail(moebench_error* error, moebench_status status, const char* format, ...) {
-  if (error && error->struct_size >= sizeof(moebench_error)) {
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(error->message, sizeof error->message, format, args);
-    va_end(args);
-  }
-  return status;
-}
+using moebench_adapters::fail;
 
 // Runs `body`, turning what it raises into a status and one line: nothing crosses the C boundary.
 template <class Body>

@@ -1,25 +1,16 @@
 #pragma once
 // How an adapter built on moebench's engine answers the ABI: a status with its one-line message,
 // and nothing raised across the C boundary (every exception becomes a status).
-#include <cstdarg>
-#include <cstdio>
 #include <new>
 
+#include "adapters/abi_message.hpp"
 #include "common/cuda_check.hpp"
 #include "common/errors.hpp"
 #include "moebench/engine_abi.h"
 
 namespace moe::adapter {
 
-inline moebench_status fail(moebench_error* error, moebench_status status, const char* format, ...) {
-  if (error && error->struct_size >= sizeof(moebench_error)) {
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(error->message, sizeof error->message, format, args);
-    va_end(args);
-  }
-  return status;
-}
+using moebench_adapters::fail;
 
 // Runs `body` (which returns a status), turning what it raises into a status and a message.
 template <class Body>
