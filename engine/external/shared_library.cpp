@@ -63,7 +63,9 @@ SharedLibrary::SharedLibrary(const std::filesystem::path& file, const std::strin
   // A path without a slash would make dlopen search the library path instead of this file.
   const std::string path = file.has_parent_path() ? file.string() : "./" + file.string();
   dlerror();
-  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Never unmapped (RTLD_NODELETE): an adapter's own libraries (cuBLAS, a CUDA runtime) keep
+  // static state that their unload would leave dangling, as the cuBLAS peer's loader does.
+  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle_) {
     const char* why = dlerror();
     const std::string dlopen_said = why ? why : "dlopen failed";
