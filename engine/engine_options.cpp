@@ -12,6 +12,7 @@ using kernels::EpCompute;
 using kernels::ForwardOptions;
 using kernels::GemmFamily;
 using kernels::Int4Decode;
+using kernels::TensorCoreTiles;
 using kernels::TopKSelect;
 
 // How a switch reads and writes its field of ForwardOptions, by canonical value.
@@ -67,6 +68,17 @@ const Field kFields[] = {
                 : v == "stream" ? GemmFamily::stream
                                 : GemmFamily::automatic;
      }},
+    {[](const ForwardOptions& o) -> std::string {
+       switch (o.tiles) {
+         case TensorCoreTiles::wmma: return "wmma";
+         case TensorCoreTiles::wgmma: return "wgmma";
+         case TensorCoreTiles::automatic: break;
+       }
+       return "auto";
+     },
+     [](ForwardOptions& o, std::string_view v) {
+       o.tiles = v == "wmma" ? TensorCoreTiles::wmma : v == "wgmma" ? TensorCoreTiles::wgmma : TensorCoreTiles::automatic;
+     }},
     {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
      [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
 };
@@ -91,6 +103,9 @@ const std::vector<EngineSwitch>& switch_table() {
        "expert GEMM family: the mma family for bf16 at M=8..16 and int4 at M=9..64, else decode kernels "
        "and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment "
        "layout (mma); the streaming family at every M, sm_90+, int4 in the fragment layout (stream)"},
+      {"tiles", "MOE_TILES", "auto", {"auto", "wmma", "wgmma"},
+       "tensor-core path's tiles: 64x64 wmma tiles (auto); those (wmma); persistent warp-group MMA tiles, "
+       "sm_90a and bf16, int4 keeps wmma (wgmma)"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };

@@ -12,35 +12,13 @@
 #include <string>
 
 #include "common/cuda_check.hpp"
+#include "kernels/moe/cp_async.cuh"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/launch.cuh"
 
 namespace moe::kernels {
-
-namespace detail {  // (external linkage: no "unused" warning in the sm_75 pass, where they are)
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-
-}  // namespace detail
 
 namespace {
 

@@ -179,7 +179,8 @@ void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options)
   if (families.stream) preload_stream_kernels(dims.format);
   if (families.legacy) {
     preload_decode_kernels(dims.format);
-    preload_tensor_core_kernels(dims.format);
+    if (wgmma_tiles_run(dims, options)) preload_wgmma_kernels(dims);
+    else preload_tensor_core_kernels(dims.format);
   }
   preload_combine_kernels();
 }
@@ -210,6 +211,9 @@ void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layou
   } else if (path == ForwardPath::decode) {
     enqueue_gate_up_decode(args, layout, stream);
     enqueue_down_decode(args, layout, stream);
+  } else if (wgmma_tiles_run(args.dims, args.options)) {
+    enqueue_gate_up_wgmma(args, layout, stream);
+    enqueue_down_wgmma(args, layout, stream);
   } else {
     enqueue_gate_up_tensor_core(args, layout, stream);
     enqueue_down_tensor_core(args, layout, stream);

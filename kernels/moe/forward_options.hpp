@@ -42,6 +42,12 @@ constexpr const char* to_string(GemmFamily g) {
   return "auto";
 }
 
+// Which kernel runs the tensor-core path's tiles (the legacy family above the decode sizes):
+// wmma, the 64 x 64 tiles of expert_gemm_tensor_core.cu (sm_80+, both formats); wgmma, the
+// persistent warp-group-MMA tiles of expert_gemm_wgmma.cu (sm_90a, bf16; int4 keeps the wmma
+// tiles). automatic: wmma, until an A/B on the GPU says where wgmma wins.
+enum class TensorCoreTiles : int { automatic, wmma, wgmma };
+
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
 // it received: rows, the per-row SIMT kernel (kernels/ep/expert_rows.cu, bf16), or grouped: the
 // records grouped by expert into the route stage's outputs and run through the gate_up and down
@@ -69,6 +75,7 @@ struct ForwardOptions {
   Int4Decode int4_decode = Int4Decode::automatic;
   TopKSelect top_k_select = TopKSelect::automatic;
   GemmFamily gemm = GemmFamily::automatic;
+  TensorCoreTiles tiles = TensorCoreTiles::automatic;
   // A layer loads every kernel its forward can launch when it is built, rather than CUDA's
   // lazy loading doing it at each kernel's first launch: that load may wait for the device's
   // work in flight, so the first forward at a new M stalled its host and drained the device

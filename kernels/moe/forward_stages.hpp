@@ -31,6 +31,11 @@ void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout
                                  cudaStream_t stream);
 void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                               cudaStream_t stream);
+// The tensor-core path on warp-group MMAs (ForwardOptions::tiles = wgmma): bf16 on sm_90a only;
+// wgmma_tiles_run says whether a layer of `dims` takes them, else the wmma tiles run.
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options);
+void enqueue_gate_up_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+void enqueue_down_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
 // gate_up then down on the family the forward takes: stream or mma at every M under
 // ForwardOptions::gemm, else the decode kernels or the tensor-core tiles by `path` (resolve_forward_path(args)).
@@ -49,6 +54,7 @@ void preload_decode_kernels(WeightFormat format);
 void preload_mma_kernels(WeightFormat format, Int4Layout layout);
 void preload_stream_kernels(WeightFormat format);
 void preload_tensor_core_kernels(WeightFormat format);
+void preload_wgmma_kernels(const MoeDims& dims);
 void preload_combine_kernels();
 
 // Compute capability major*10+minor of the current device, and its multiprocessors (cached

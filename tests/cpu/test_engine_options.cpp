@@ -45,7 +45,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 9);
+  CHECK(moe::engine_switches().size() == 10);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -89,6 +89,11 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::stream_tiles);  // all it reads
   o.assign("gemm=legacy", "--switch");
   CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
+  CHECK(o.forward().tiles == moe::kernels::TensorCoreTiles::automatic);  // the wmma tiles by default
+  o.assign("tiles=wgmma", "--switch");
+  CHECK(o.forward().tiles == moe::kernels::TensorCoreTiles::wgmma);
+  CHECK(o.value("tiles") == "wgmma");
+  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);  // it reads the row layout
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default
   o.assign("ep-compute=grouped", "--switch");
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::grouped);

@@ -1,0 +1,323 @@
+// Stages 2 and 3 for large M on Hopper (sm_90a, bf16): a persistent, warp-specialised grouped
+// GEMM on warp-group MMAs (ForwardOptions::tiles, TensorCoreTiles::wgmma).
+//
+// One block an SM, three warp groups: the first copies, the other two multiply. A tile is 128
+// pairs of one expert (64 a consumer warp group) x kBN output columns; the blocks walk the
+// layer's tiles in the order of wgmma_tile::tile_work, built in each block's shared memory from
+// the route's expert offsets, so all SMs work whatever the experts' sizes and no tile list is
+// read. The copying warp group gathers each pair's activation row (x by token for gate_up, h by
+// pair for down) and the expert's weight rows with cp.async into a ring of K blocks in the
+// 128-byte swizzle wgmma reads; the consumers multiply each K block with four m64nNk16 MMAs and
+// release it as soon as those have read it. gate_up's kBN columns are kBN/2 gate rows and the
+// kBN/2 matching up rows, so each thread holds both halves of its SwiGLU outputs and writes h
+// from registers; down writes its fp32 rows from registers. The copier moves on to the next
+// tile while the consumers write, so a tile's epilogue hides under the next tile's loads.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/cuda_check.hpp"
+#include "kernels/moe/cp_async.cuh"
+#include "kernels/moe/device_math.cuh"
+#include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/launch.cuh"
+#include "kernels/moe/stage_ring.cuh"
+#include "kernels/moe/wgmma.cuh"
+#include "kernels/moe/wgmma_tile.hpp"
+
+namespace moe::kernels {
+
+namespace {
+
+namespace wt = wgmma_tile;
+
+constexpr int kBM = 2 * wt::kWarpGroupRows;  // 128 pairs: two consumer warp groups
+constexpr int kThreads = 384;               // copier warp group + two consumer warp groups
+constexpr int kConsumerWarps = 8;
+
+// Output columns of a tile (gate_up: half gate rows, half up rows) and the ring's depth.
+template <int kBN>
+struct WgmmaConfig {
+  static constexpr int kStageA = kBM * wt::kRowBytes;
+  static constexpr int kStageB = kBN * wt::kRowBytes;
+  static constexpr int kStage = kStageA + kStageB;
+  static constexpr int kStages = (192 * 1024) / kStage < 6 ? (192 * 1024) / kStage : 6;
+  // 1 KB for aligning the ring to the swizzle atom, then the ring, its barriers, and the tile
+  // table (first row tile and pair offset of each expert).
+  static int bytes(int experts) { return 1024 + kStages * kStage + 2 * kStages * 8 + 2 * (experts + 1) * 4; }
+};
+
+struct WgmmaParams {
+  const void* const* weights;  // per expert: bf16 [rows, K]; gate_up's rows are gate then up
+  const __nv_bfloat16* input;  // gate_up: x [m, H] (or x_pairs); down: h [pairs, I]
+  int k_len, out_rows, slots;
+  int m, pairs, total_experts;  // bounds of the indices read from scratch
+  const int* offsets;           // [E + S + 1], the route's grouping
+  const int* sorted_pairs;
+  __nv_bfloat16* h_out;
+  float* down_out;
+};
+
+__device__ __forceinline__ void fence_async_shared() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // cp.async writes through the generic proxy, wgmma reads through the async one.
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+template <int kBN, bool kGateUp>
+__global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = WgmmaConfig<kBN>;
+  constexpr int kStages = C::kStages;
+  extern __shared__ unsigned char smem_raw[];
+  // The swizzle is on the address, so the ring starts on a 1 KB boundary of the shared window.
+  const std::uint32_t raw = ring::smem_address(smem_raw);
+  unsigned char* ring_base = smem_raw + ((1024 - (raw & 1023)) & 1023);
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(ring_base + kStages * C::kStage);
+  std::uint64_t* empty = full + kStages;
+  const int experts = p.total_experts;
+  int* first_tile = reinterpret_cast<int*>(empty + kStages);  // [experts + 1]
+  int* offsets = first_tile + experts + 1;                     // [experts + 1]
+
+  // The tile table, read once for the block: scratch overwritten under a running forward (the
+  // bugs the probes reproduce) must give wrong numbers, never threads that disagree on a tile.
+  const int tid = threadIdx.x;
+  for (int e = tid; e <= experts; e += kThreads) offsets[e] = detail::clamp_index(p.offsets[e], 0, p.pairs);
+  if (tid == 0) {
+    // full: each of the copier's 128 threads arrives once its own copies have landed; empty:
+    // each consumer warp arrives once its MMAs have read the stage.
+    for (int s = 0; s < kStages; ++s) {
+      ring::init(&full[s], 128);
+      ring::init(&empty[s], kConsumerWarps);
+    }
+    ring::fence_init();
+  }
+  __syncthreads();
+  if (tid < 32) {  // first_tile: prefix sum of each expert's row tiles, 32 experts a step
+    int carry = 0;
+    for (int base = 0; base < experts; base += 32) {
+      const int e = base + tid;
+      int tiles = 0;
+      if (e < experts) tiles = (max(offsets[e + 1] - offsets[e], 0) + kBM - 1) / kBM;
+      int incl = tiles;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (tid >= o) incl += v;
+      }
+      if (e < experts) first_tile[e] = carry + incl - tiles;
+      carry += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (tid == 0) first_tile[experts] = carry;
+  }
+  __syncthreads();
+
+  const int K = p.k_len;
+  const int ktiles = (K + wt::kBlockK - 1) / wt::kBlockK;
+  const int col_tiles = kGateUp ? (p.out_rows + kBN / 2 - 1) / (kBN / 2) : (p.out_rows + kBN - 1) / kBN;
+  const int total_tiles = first_tile[experts] * col_tiles;
+  const int wg = tid / 128, t = tid % 128;
+
+  if (wg == 0) {
+    // Copier: thread t copies chunk t % 8 of rows t / 8 + 16 j of both operands.
+    const int chunk = t % wt::kChunks, row0 = t / wt::kChunks;
+    std::uint32_t it = 0;
+    for (int n = blockIdx.x; n < total_tiles; n += gridDim.x) {
+      const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM);
+      const __nv_bfloat16* a_src[kBM / 16];
+#pragma unroll
+      for (int j = 0; j < kBM / 16; ++j) {
+        const int r = row0 + 16 * j;
+        a_src[j] = nullptr;
+        if (r < w.rows) {
+          const int pr = w.first_pair + r;
+          const int src = kGateUp ? detail::clamp_index(p.sorted_pairs[pr] / p.slots, 0, p.m - 1) : pr;
+          a_src[j] = p.input + static_cast<std::size_t>(src) * K + chunk * 8;
+        }
+      }
+      const __nv_bfloat16* w_rows = static_cast<const __nv_bfloat16*>(p.weights[w.expert]);
+      const __nv_bfloat16* b_src[kBN / 16];
+#pragma unroll
+      for (int j = 0; j < kBN / 16; ++j) {
+        const int nn = row0 + 16 * j;
+        int col, row;
+        if (kGateUp) {
+          col = w.col_tile * (kBN / 2) + nn % (kBN / 2);
+          row = nn < kBN / 2 ? col : p.out_rows + col;
+        } else {
+          col = row = w.col_tile * kBN + nn;
+        }
+        b_src[j] = col < p.out_rows ? w_rows + static_cast<std::size_t>(row) * K + chunk * 8 : nullptr;
+      }
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = static_cast<int>(it % kStages);
+        ring::wait(&empty[s], ((it / kStages) & 1) ^ 1);
+        unsigned char* sa = ring_base + s * C::kStage;
+        unsigned char* sb = sa + C::kStageA;
+        const int k = kt * wt::kBlockK + chunk * 8;
+        const bool k_ok = k < K;
+#pragma unroll
+        for (int j = 0; j < kBM / 16; ++j) {
+          const bool ok = k_ok && a_src[j] != nullptr;
+          detail::cp_async16(sa + wt::swizzled_offset(row0 + 16 * j, chunk),
+                             ok ? a_src[j] + kt * wt::kBlockK : static_cast<const void*>(p.input), ok);
+        }
+#pragma unroll
+        for (int j = 0; j < kBN / 16; ++j) {
+          const bool ok = k_ok && b_src[j] != nullptr;
+          detail::cp_async16(sb + wt::swizzled_offset(row0 + 16 * j, chunk),
+                             ok ? b_src[j] + kt * wt::kBlockK : static_cast<const void*>(p.input), ok);
+        }
+        detail::cp_async_commit();
+        // The previous K block's copies are this thread's older group: once landed, they are
+        // handed to the async proxy and announced (one block behind, so copies overlap).
+        if (it > 0) {
+          detail::cp_async_wait<1>();
+          fence_async_shared();
+          ring::arrive(&full[(it - 1) % kStages]);
+        }
+      }
+    }
+    if (it > 0) {
+      detail::cp_async_wait<0>();
+      fence_async_shared();
+      ring::arrive(&full[(it - 1) % kStages]);
+    }
+    return;
+  }
+
+  // Consumers: warp group wg multiplies rows 64 (wg - 1).. of each tile.
+  const int wg_row0 = (wg - 1) * wt::kWarpGroupRows;
+  const int lane = tid % 32;
+  std::uint32_t it = 0;
+  float acc[kBN / 2] = {};
+  for (int n = blockIdx.x; n < total_tiles; n += gridDim.x) {
+    const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM);
+    const bool active = wg_row0 < w.rows;  // a tile of 64 rows or fewer leaves the second idle
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = static_cast<int>(it % kStages);
+      ring::wait(&full[s], (it / kStages) & 1);
+      if (active) {
+        const std::uint32_t a = ring::smem_address(ring_base + s * C::kStage) + wg_row0 * wt::kRowBytes;
+        const std::uint32_t b = ring::smem_address(ring_base + s * C::kStage + C::kStageA);
+#pragma unroll
+        for (int r = 0; r < kBN / 2; ++r) wgmma::fence_operand(acc[r]);
+        wgmma::fence();
+#pragma unroll
+        for (int kk = 0; kk < wt::kBlockK / wt::kMmaK; ++kk) {
+          const std::uint64_t da = wt::smem_descriptor(a + kk * wt::kMmaK * 2);
+          const std::uint64_t db = wt::smem_descriptor(b + kk * wt::kMmaK * 2);
+          if constexpr (kBN == 128) wgmma::mma_m64n128k16(acc, da, db, kt > 0 || kk > 0);
+          else wgmma::mma_m64n256k16(acc, da, db, kt > 0 || kk > 0);
+        }
+        wgmma::commit();
+#pragma unroll
+        for (int r = 0; r < kBN / 2; ++r) wgmma::fence_operand(acc[r]);
+        wgmma::wait<1>();  // the previous K block's MMAs have read their stage
+      }
+      if (kt > 0 && lane == 0) ring::arrive(&empty[(it - 1) % kStages]);
+    }
+    wgmma::wait<0>();
+#pragma unroll
+    for (int r = 0; r < kBN / 2; ++r) wgmma::fence_operand(acc[r]);
+    if (lane == 0) ring::arrive(&empty[(it - 1) % kStages]);
+    if (!active) continue;
+
+    // Epilogue from registers: register 4i + j is row .. + 8 (j / 2), column 8i + 2 (lane % 4) + j % 2.
+    if constexpr (kGateUp) {
+      constexpr int kGateRegs = kBN / 4;  // the up partner of register r is r + kGateRegs
+#pragma unroll
+      for (int r = 0; r < kGateRegs; r += 2) {
+        const wt::AccumulatorPosition at = wt::accumulator_position(t, r);
+        const int row = wg_row0 + at.row, col = w.col_tile * (kBN / 2) + at.col;
+        if (row < w.rows && col < p.out_rows) {
+          const float h0 = detail::silu(acc[r]) * acc[r + kGateRegs];
+          const float h1 = detail::silu(acc[r + 1]) * acc[r + 1 + kGateRegs];
+          const std::uint32_t packed =
+              detail::to_bf16_bits(h0) | (static_cast<std::uint32_t>(detail::to_bf16_bits(h1)) << 16);
+          *reinterpret_cast<std::uint32_t*>(p.h_out + static_cast<std::size_t>(w.first_pair + row) * p.out_rows +
+                                            col) = packed;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < kBN / 2; r += 2) {
+        const wt::AccumulatorPosition at = wt::accumulator_position(t, r);
+        const int row = wg_row0 + at.row, col = w.col_tile * kBN + at.col;
+        if (row < w.rows && col < p.out_rows)
+          *reinterpret_cast<float2*>(p.down_out + static_cast<std::size_t>(w.first_pair + row) * p.out_rows + col) =
+              make_float2(acc[r], acc[r + 1]);
+      }
+    }
+  }
+#else
+  (void)p;
+  __trap();  // never launched outside sm_90a: wgmma_tiles_run refuses it there
+#endif
+}
+
+// Output columns of a tile: 128 (64 h columns for gate_up).
+constexpr int kTileCols = 128;
+
+template <bool kGateUp>
+void configure_wgmma_kernel(int experts) {
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<kTileCols, kGateUp>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      WgmmaConfig<kTileCols>::bytes(experts)));
+}
+
+template <bool kGateUp>
+void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  const MoeDims& d = a.dims;
+  WgmmaParams p{};
+  void* s = a.scratch;
+  p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
+  // scale_input (Llama-4): gate_up reads each pair's own input row, as the wmma tiles do.
+  const bool pair_rows = kGateUp && d.scale_input;
+  p.input = pair_rows ? l.at<__nv_bfloat16>(s, l.x_pairs) : kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
+  p.k_len = kGateUp ? d.hidden : d.inter;
+  p.out_rows = kGateUp ? d.inter : d.hidden;
+  p.slots = pair_rows ? 1 : l.slots;
+  p.m = pair_rows ? l.pairs : a.m;
+  p.pairs = l.pairs;
+  p.total_experts = d.total_experts();
+  p.offsets = l.at<int>(s, l.expert_offsets);
+  p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
+  p.h_out = l.at<__nv_bfloat16>(s, l.h);
+  p.down_out = l.at<float>(s, l.down_out);
+  const int smem = WgmmaConfig<kTileCols>::bytes(p.total_experts);
+  // The attribute is set at every launch (cheap, host-only): the table's size follows E.
+  configure_wgmma_kernel<kGateUp>(p.total_experts);
+  const int upper = (l.pairs + kBM - 1) / kBM + p.total_experts;  // row tiles at most
+  const int col_tiles = kGateUp ? (p.out_rows + kTileCols / 2 - 1) / (kTileCols / 2)
+                                : (p.out_rows + kTileCols - 1) / kTileCols;
+  const long long tiles = static_cast<long long>(upper) * col_tiles;
+  const int grid = static_cast<int>(std::min<long long>(tiles, current_device_multiprocessors()));
+  detail::launch(wgmma_expert_gemm_kernel<kTileCols, kGateUp>, dim3(grid), dim3(kThreads), smem, stream,
+                 /*programmatic=*/false, "wgmma_expert_gemm_kernel", p);
+}
+
+}  // namespace
+
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options) {
+  if (options.tiles != TensorCoreTiles::wgmma) return false;
+  return dims.format == WeightFormat::bf16 && current_device_sm() == 90 && dims.hidden % 8 == 0 &&
+         dims.inter % 8 == 0;
+}
+
+void preload_wgmma_kernels(const MoeDims& dims) {
+  configure_wgmma_kernel<true>(dims.total_experts());
+  configure_wgmma_kernel<false>(dims.total_experts());
+}
+
+void enqueue_gate_up_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  launch_wgmma<true>(a, l, stream);
+}
+
+void enqueue_down_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  launch_wgmma<false>(a, l, stream);
+}
+
+}  // namespace moe::kernels

@@ -1,0 +1,98 @@
+#pragma once
+// The index math of the warp-group MMA tiles (expert_gemm_wgmma.cu), shared by host and device
+// so the CPU tests check the very functions the kernel runs: where a 16-byte chunk of a tile row
+// lands in shared memory, the descriptor wgmma reads a tile through, which output element each
+// accumulator register of a warp group holds, and which (expert, row tile, column tile) a
+// persistent block's n-th tile is.
+//
+// A tile holds rows of 64 bf16 (128 bytes, one K block), K-major, in the 128-byte swizzle of
+// wgmma and TMA: inside each 8-row atom (1 KB, 1 KB aligned) chunk c of row r sits at chunk
+// c ^ (r % 8), so the 8 rows' chunk c fall in 8 different bank groups.
+#include <cstdint>
+
+#include "kernels/moe/host_device.hpp"
+
+namespace moe::kernels::wgmma_tile {
+
+constexpr int kRowBytes = 128;             // one K block of bf16
+constexpr int kBlockK = kRowBytes / 2;     // 64 elements
+constexpr int kChunks = kRowBytes / 16;    // 16-byte chunks a row
+constexpr int kAtomRows = 8;               // rows of one swizzle atom
+constexpr int kAtomBytes = kAtomRows * kRowBytes;
+constexpr int kMmaK = 16;                  // K of one wgmma.m64nNk16
+constexpr int kWarpGroupRows = 64;         // M of one wgmma
+
+// Byte offset of chunk `chunk` of row `row` from a 1 KB aligned tile base.
+MOE_HD std::uint32_t swizzled_offset(int row, int chunk) {
+  return static_cast<std::uint32_t>(row * kRowBytes + ((chunk ^ (row % kAtomRows)) * 16));
+}
+
+// What the hardware does with a 128-byte-swizzled address: bits 4..6 (the chunk) XOR bits 7..9
+// (the row within the atom). A descriptor's start may sit 32, 64 or 96 bytes into a row (the
+// k16 steps of a K block); the XOR is on the address, so the step lands in the swizzled chunk.
+MOE_HD std::uint32_t swizzle_address(std::uint32_t address) {
+  return address ^ (((address >> 7) & 7u) << 4);
+}
+
+// The 64-bit shared-memory matrix descriptor of wgmma for a K-major tile in the 128-byte
+// swizzle: start address, leading-dimension offset (unused by this layout: 1), stride between
+// 8-row atoms (1 KB), layout 1 = 128-byte swizzle in bits 62..63. Addresses in 16-byte units.
+MOE_HD std::uint64_t smem_descriptor(std::uint32_t smem_address) {
+  const std::uint64_t start = (smem_address & 0x3FFFFu) >> 4;
+  const std::uint64_t leading = 1;
+  const std::uint64_t stride = kAtomBytes >> 4;
+  return start | (leading << 16) | (stride << 32) | (std::uint64_t{1} << 62);
+}
+
+// The shared-memory byte address wgmma reads for element (row, k) of the 64 x 16 (A) or N x 16
+// (B) operand a descriptor names: the layout above, read back. The CPU tests emulate a
+// warp group's operand loads with it.
+MOE_HD std::uint32_t descriptor_element_address(std::uint64_t desc, int row, int k) {
+  const std::uint32_t start = static_cast<std::uint32_t>(desc & 0x3FFFu) << 4;
+  const std::uint32_t stride = static_cast<std::uint32_t>((desc >> 32) & 0x3FFFu) << 4;
+  const std::uint32_t linear = start + static_cast<std::uint32_t>(row / kAtomRows) * stride +
+                               static_cast<std::uint32_t>(row % kAtomRows) * kRowBytes +
+                               static_cast<std::uint32_t>(k) * 2;
+  return swizzle_address(linear);
+}
+
+// Output element of accumulator register `reg` of thread `thread` (0..127) of a warp group after
+// wgmma.m64nNk16 with fp32 accumulators: N/2 registers a thread; register 4i + j covers columns
+// 8i + 2 (lane % 4) + (j % 2) of row 16 warp + lane / 4 + 8 (j / 2).
+struct AccumulatorPosition {
+  int row;
+  int col;
+};
+MOE_HD AccumulatorPosition accumulator_position(int thread, int reg) {
+  const int warp = thread / 32, lane = thread % 32;
+  const int i = reg / 4, j = reg % 4;
+  return {16 * warp + lane / 4 + 8 * (j / 2), 8 * i + 2 * (lane % 4) + (j % 2)};
+}
+
+// The tiles of a layer's expert GEMM: every expert's pairs cut into row tiles of `tile_rows`,
+// times `col_tiles` column tiles. Tile n is column tile n / row_tiles and row tile
+// n % row_tiles, so the blocks that run at once share a column tile (one slice of each
+// expert's weights, read from memory once and from L2 by the others). `first_tile[e]` is the
+// first row tile of expert e (a prefix sum of ceil(pairs / tile_rows), first_tile[experts] the
+// total).
+struct TileWork {
+  int expert;
+  int first_pair;  // in the grouped (sorted) pair order
+  int rows;        // 1..tile_rows
+  int col_tile;
+};
+MOE_HD TileWork tile_work(int n, const int* first_tile, int experts, const int* offsets, int tile_rows) {
+  const int row_tiles = first_tile[experts];
+  const int col_tile = n / row_tiles, row_tile = n % row_tiles;
+  int lo = 0, hi = experts - 1;  // the last expert with first_tile[e] <= row_tile
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (first_tile[mid] <= row_tile) lo = mid;
+    else hi = mid - 1;
+  }
+  const int first_pair = offsets[lo] + (row_tile - first_tile[lo]) * tile_rows;
+  const int left = offsets[lo + 1] - first_pair;
+  return {lo, first_pair, left < tile_rows ? left : tile_rows, col_tile};
+}
+
+}  // namespace moe::kernels::wgmma_tile

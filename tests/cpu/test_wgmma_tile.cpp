@@ -1,0 +1,189 @@
+// The warp-group MMA tiles' index math on the CPU (wgmma_tile.hpp, the functions
+// expert_gemm_wgmma.cu runs): the copier's swizzled writes read back through the consumers'
+// descriptors, one warp group emulated computing a gate_up (SwiGLU) tile from a ring stage as
+// the copier fills it against the plain float64 product, and the persistent tile walk covering
+// every pair of every column tile exactly once.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "kernels/moe/bf16.hpp"
+#include "kernels/moe/wgmma_tile.hpp"
+
+namespace wt = moe::kernels::wgmma_tile;
+
+namespace {
+
+// A shared-memory window; the ring starts on a 1 KB boundary not at 0, as it may on the GPU.
+constexpr std::uint32_t kRingBase = 0x2400;
+
+// The copier's writes of `rows` rows of one K block (columns k0..k0+63 of src [rows, K]).
+void copy_k_block(std::vector<std::uint16_t>& smem, std::uint32_t tile_base, const std::vector<std::uint16_t>& src,
+                  int rows, int K, int k0) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < wt::kChunks; ++c)
+      for (int e = 0; e < 8; ++e) {
+        const std::uint32_t byte = tile_base + wt::swizzled_offset(r, c) + 2 * e;
+        smem.at(byte / 2) = src[static_cast<std::size_t>(r) * K + k0 + 8 * c + e];
+      }
+}
+
+std::uint16_t read(const std::vector<std::uint16_t>& smem, std::uint32_t byte) { return smem.at(byte / 2); }
+
+}  // namespace
+
+TEST_CASE("a swizzled tile: every chunk once, and one 8-row atom's chunk c in 8 bank groups") {
+  std::set<std::uint32_t> seen;
+  for (int r = 0; r < 128; ++r)
+    for (int c = 0; c < wt::kChunks; ++c) {
+      const std::uint32_t o = wt::swizzled_offset(r, c);
+      CHECK(o % 16 == 0);
+      CHECK(o / wt::kRowBytes == static_cast<std::uint32_t>(r));  // a row stays in its 128 bytes
+      CHECK(seen.insert(o).second);
+    }
+  CHECK(seen.size() == 128u * wt::kChunks);
+  for (int c = 0; c < wt::kChunks; ++c) {
+    std::set<std::uint32_t> groups;
+    for (int r = 0; r < wt::kAtomRows; ++r) groups.insert((wt::swizzled_offset(r, c) % 128) / 16);
+    CHECK(groups.size() == 8u);
+  }
+}
+
+TEST_CASE("the descriptor's fields: start, the 1 KB atom stride and the 128-byte swizzle") {
+  const std::uint64_t d = wt::smem_descriptor(kRingBase + 64 * 128 + 32);
+  CHECK((d & 0x3FFF) == (kRingBase + 64 * 128 + 32) / 16);
+  CHECK(((d >> 16) & 0x3FFF) == 1);
+  CHECK(((d >> 32) & 0x3FFF) == 1024 / 16);
+  CHECK(((d >> 49) & 7) == 0);  // base offset: the ring is 1 KB aligned
+  CHECK((d >> 62) == 1);
+}
+
+TEST_CASE("the consumers' descriptors read back what the copier wrote, at every k16 step and both warp groups") {
+  std::mt19937 rng(11);
+  const int rows = 128, K = 64;
+  std::vector<std::uint16_t> src(static_cast<std::size_t>(rows) * K);
+  for (auto& v : src) v = static_cast<std::uint16_t>(rng());
+  std::vector<std::uint16_t> smem(64 * 1024);
+  copy_k_block(smem, kRingBase, src, rows, K, 0);
+  for (int wg_row0 : {0, 64})
+    for (int kk = 0; kk < wt::kBlockK / wt::kMmaK; ++kk) {
+      const std::uint64_t d = wt::smem_descriptor(kRingBase + wg_row0 * wt::kRowBytes + kk * wt::kMmaK * 2);
+      int bad = 0;
+      for (int r = 0; r < wt::kWarpGroupRows; ++r)
+        for (int k = 0; k < wt::kMmaK; ++k)
+          bad += read(smem, wt::descriptor_element_address(d, r, k)) !=
+                 src[static_cast<std::size_t>(wg_row0 + r) * K + kk * wt::kMmaK + k];
+      CHECK_MESSAGE(bad == 0, "warp group rows ", wg_row0, ", k16 step ", kk);
+    }
+}
+
+TEST_CASE("accumulator registers: each of a warp group's 64 x N outputs once; gate and up of a column in one thread") {
+  for (int n : {128, 256}) {
+    std::vector<int> hits(64 * n, 0);
+    for (int t = 0; t < 128; ++t)
+      for (int r = 0; r < n / 2; ++r) {
+        const wt::AccumulatorPosition p = wt::accumulator_position(t, r);
+        REQUIRE(p.row >= 0);
+        REQUIRE(p.row < 64);
+        REQUIRE(p.col >= 0);
+        REQUIRE(p.col < n);
+        ++hits[p.row * n + p.col];
+        if (r < n / 4) {  // gate_up's epilogue: register r's up partner is r + N/4
+          const wt::AccumulatorPosition up = wt::accumulator_position(t, r + n / 4);
+          CHECK(up.row == p.row);
+          CHECK(up.col == p.col + n / 2);
+        }
+        if (r % 2 == 0) {  // registers r, r + 1: adjacent columns of one row (one 2-element store)
+          const wt::AccumulatorPosition next = wt::accumulator_position(t, r + 1);
+          CHECK(next.row == p.row);
+          CHECK(next.col == p.col + 1);
+        }
+      }
+    for (int h : hits) REQUIRE(h == 1);
+  }
+}
+
+TEST_CASE("one warp group emulated: a gate_up tile over two K blocks, SwiGLU from its registers, against float64") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  constexpr int kN = 128, kRows = 64, kK = 128;
+  std::vector<std::uint16_t> a(kRows * kK), b(kN * kK);  // a: pairs' activations, b: gate rows then up rows
+  for (auto& v : a) v = moe::kernels::float_to_bf16_bits(u(rng));
+  for (auto& v : b) v = moe::kernels::float_to_bf16_bits(u(rng));
+  float acc[128][kN / 2];
+  for (auto& t : acc)
+    for (float& v : t) v = std::nanf("");  // poisoned: the first MMA must not accumulate
+  std::vector<std::uint16_t> smem(64 * 1024);
+  const std::uint32_t sa = kRingBase, sb = kRingBase + 128 * wt::kRowBytes;
+  for (int kb = 0; kb < kK / wt::kBlockK; ++kb) {
+    copy_k_block(smem, sa, a, kRows, kK, kb * wt::kBlockK);
+    copy_k_block(smem, sb, b, kN, kK, kb * wt::kBlockK);
+    for (int kk = 0; kk < wt::kBlockK / wt::kMmaK; ++kk) {
+      const std::uint64_t da = wt::smem_descriptor(sa + kk * wt::kMmaK * 2);
+      const std::uint64_t db = wt::smem_descriptor(sb + kk * wt::kMmaK * 2);
+      const bool accumulate = kb > 0 || kk > 0;
+      for (int t = 0; t < 128; ++t)
+        for (int r = 0; r < kN / 2; ++r) {
+          const wt::AccumulatorPosition p = wt::accumulator_position(t, r);
+          float s = accumulate ? acc[t][r] : 0.f;
+          for (int k = 0; k < wt::kMmaK; ++k)
+            s += moe::kernels::bf16_bits_to_float(read(smem, wt::descriptor_element_address(da, p.row, k))) *
+                 moe::kernels::bf16_bits_to_float(read(smem, wt::descriptor_element_address(db, p.col, k)));
+          acc[t][r] = s;
+        }
+    }
+  }
+  double worst = 0;
+  int written = 0;
+  for (int t = 0; t < 128; ++t)
+    for (int r = 0; r < kN / 4; ++r) {
+      const wt::AccumulatorPosition p = wt::accumulator_position(t, r);
+      double g = 0, up = 0;
+      for (int k = 0; k < kK; ++k) {
+        const double x = moe::kernels::bf16_bits_to_float(a[p.row * kK + k]);
+        g += x * moe::kernels::bf16_bits_to_float(b[p.col * kK + k]);
+        up += x * moe::kernels::bf16_bits_to_float(b[(p.col + kN / 2) * kK + k]);
+      }
+      const double want = g / (1 + std::exp(-g)) * up;
+      const float gv = acc[t][r], uv = acc[t][r + kN / 4];
+      const double got = gv / (1 + std::exp(-gv)) * uv;
+      worst = std::max(worst, std::abs(got - want));
+      ++written;
+    }
+  CHECK(written == kRows * kN / 2);
+  CHECK(worst < 1e-3);  // fp32 sums of 128 products of magnitude <= 1
+}
+
+TEST_CASE("the persistent walk: every pair of every column tile once, each tile in one expert") {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int experts = 1 + static_cast<int>(rng() % 140);
+    std::vector<int> offsets(experts + 1, 0), first(experts + 1, 0);
+    for (int e = 0; e < experts; ++e) {
+      const int kind = static_cast<int>(rng() % 4);  // empty, small, a few tiles, exact multiples
+      const int n = kind == 0 ? 0 : kind == 1 ? 1 + static_cast<int>(rng() % 64)
+                                : kind == 2 ? static_cast<int>(rng() % 700)
+                                            : 128 * static_cast<int>(rng() % 4);
+      offsets[e + 1] = offsets[e] + n;
+      first[e + 1] = first[e] + (n + 127) / 128;
+    }
+    const int col_tiles = 1 + static_cast<int>(rng() % 5);
+    const int pairs = offsets[experts];
+    std::vector<int> seen(static_cast<std::size_t>(pairs) * col_tiles, 0);
+    for (int n = 0; n < first[experts] * col_tiles; ++n) {
+      const wt::TileWork w = wt::tile_work(n, first.data(), experts, offsets.data(), 128);
+      REQUIRE(w.rows >= 1);
+      REQUIRE(w.rows <= 128);
+      REQUIRE(w.first_pair >= offsets[w.expert]);
+      REQUIRE(w.first_pair + w.rows <= offsets[w.expert + 1]);
+      REQUIRE(w.col_tile < col_tiles);
+      for (int r = 0; r < w.rows; ++r) ++seen[static_cast<std::size_t>(w.first_pair + r) * col_tiles + w.col_tile];
+    }
+    for (int s : seen) REQUIRE(s == 1);
+  }
+}
