@@ -21,6 +21,7 @@
 #include "kernels/moe/cp_async.cuh"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
+#include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/launch.cuh"
 #include "kernels/moe/stage_ring.cuh"
 #include "kernels/moe/wgmma.cuh"
@@ -36,20 +37,33 @@ constexpr int kBM = 2 * wt::kWarpGroupRows;  // 128 pairs: two consumer warp gro
 constexpr int kThreads = 384;               // copier warp group + two consumer warp groups
 constexpr int kConsumerWarps = 8;
 
-// Output columns of a tile (gate_up: half gate rows, half up rows) and the ring's depth.
-template <int kBN>
+// Output columns of a tile (gate_up: half gate rows, half up rows) and the ring's depth. int4
+// stages carry the packed codes (32 bytes a row and K block); the consumers dequantise them into
+// one of three bf16 tiles (three, so a warp group never overwrites a tile the other's MMAs may
+// still read: its own wait for the MMAs two stages back and the barrier after the previous
+// dequantisation cover both).
+template <WeightFormat F, int kBN>
 struct WgmmaConfig {
+  static constexpr bool kInt4 = F == WeightFormat::int4;
   static constexpr int kStageA = kBM * wt::kRowBytes;
-  static constexpr int kStageB = kBN * wt::kRowBytes;
+  static constexpr int kStageB = kInt4 ? kBN * wt::kRowBytes / 4 : kBN * wt::kRowBytes;
   static constexpr int kStage = kStageA + kStageB;
-  static constexpr int kStages = (192 * 1024) / kStage < 6 ? (192 * 1024) / kStage : 6;
-  // 1 KB for aligning the ring to the swizzle atom, then the ring, its barriers, and the tile
-  // table (first row tile and pair offset of each expert).
-  static int bytes(int experts) { return 1024 + kStages * kStage + 2 * kStages * 8 + 2 * (experts + 1) * 4; }
+  static constexpr int kDequantTiles = kInt4 ? 3 : 0;
+  static constexpr int kDequant = kDequantTiles * kBN * wt::kRowBytes;
+  static constexpr int kRingBudget = 200 * 1024 - kDequant;
+  static constexpr int kStages = kRingBudget / kStage < 8 ? kRingBudget / kStage : 8;
+  static_assert(kStages >= 3, "the copier announces a stage one stage late");
+  static_assert(kStage % 1024 == 0, "every stage on a swizzle-atom boundary");
+  // 1 KB for aligning the ring to the swizzle atom, then the ring, the dequantised tiles, the
+  // barriers and the tile table (first row tile and pair offset of each expert).
+  static int bytes(int experts) {
+    return 1024 + kStages * kStage + kDequant + 2 * kStages * 8 + 2 * (experts + 1) * 4;
+  }
 };
 
 struct WgmmaParams {
-  const void* const* weights;  // per expert: bf16 [rows, K]; gate_up's rows are gate then up
+  const void* const* weights;  // per expert [rows, K]; gate_up's rows are gate then up
+  const void* const* scales;   // int4: per expert bf16 [rows, groups]
   const __nv_bfloat16* input;  // gate_up: x [m, H] (or x_pairs); down: h [pairs, I]
   int k_len, out_rows, slots;
   int m, pairs, total_experts;  // bounds of the indices read from scratch
@@ -66,16 +80,17 @@ __device__ __forceinline__ void fence_async_shared() {
 #endif
 }
 
-template <int kBN, bool kGateUp>
+template <WeightFormat F, int kBN, bool kGateUp>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgmmaConfig<kBN>;
+  using C = WgmmaConfig<F, kBN>;
   constexpr int kStages = C::kStages;
   extern __shared__ unsigned char smem_raw[];
   // The swizzle is on the address, so the ring starts on a 1 KB boundary of the shared window.
   const std::uint32_t raw = ring::smem_address(smem_raw);
   unsigned char* ring_base = smem_raw + ((1024 - (raw & 1023)) & 1023);
-  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(ring_base + kStages * C::kStage);
+  unsigned char* dequant_base = ring_base + kStages * C::kStage;  // int4: kDequantTiles bf16 tiles
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(dequant_base + C::kDequant);
   std::uint64_t* empty = full + kStages;
   const int experts = p.total_experts;
   int* first_tile = reinterpret_cast<int*>(empty + kStages);  // [experts + 1]
@@ -137,11 +152,15 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
           a_src[j] = p.input + static_cast<std::size_t>(src) * K + chunk * 8;
         }
       }
-      const __nv_bfloat16* w_rows = static_cast<const __nv_bfloat16*>(p.weights[w.expert]);
-      const __nv_bfloat16* b_src[kBN / 16];
+      // Weight rows: bf16, chunk t % 8 of rows t / 8 + 16 j; int4, 16-byte chunk t % 2 (32
+      // codes) of rows t / 2 + 64 j.
+      constexpr int kBRowsPerPass = C::kInt4 ? 64 : 16;
+      constexpr int kBCopies = kBN / kBRowsPerPass;
+      const int b_chunk = C::kInt4 ? t % 2 : chunk, b_row0 = C::kInt4 ? t / 2 : row0;
+      const unsigned char* b_src[kBCopies];
 #pragma unroll
-      for (int j = 0; j < kBN / 16; ++j) {
-        const int nn = row0 + 16 * j;
+      for (int j = 0; j < kBCopies; ++j) {
+        const int nn = b_row0 + kBRowsPerPass * j;
         int col, row;
         if (kGateUp) {
           col = w.col_tile * (kBN / 2) + nn % (kBN / 2);
@@ -149,7 +168,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
         } else {
           col = row = w.col_tile * kBN + nn;
         }
-        b_src[j] = col < p.out_rows ? w_rows + static_cast<std::size_t>(row) * K + chunk * 8 : nullptr;
+        const std::size_t row_bytes = C::kInt4 ? static_cast<std::size_t>(K) / 2 : static_cast<std::size_t>(K) * 2;
+        b_src[j] = col < p.out_rows ? static_cast<const unsigned char*>(p.weights[w.expert]) + row * row_bytes + b_chunk * 16
+                                    : nullptr;
       }
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = static_cast<int>(it % kStages);
@@ -165,10 +186,16 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
                              ok ? a_src[j] + kt * wt::kBlockK : static_cast<const void*>(p.input), ok);
         }
 #pragma unroll
-        for (int j = 0; j < kBN / 16; ++j) {
-          const bool ok = k_ok && b_src[j] != nullptr;
-          detail::cp_async16(sb + wt::swizzled_offset(row0 + 16 * j, chunk),
-                             ok ? b_src[j] + kt * wt::kBlockK : static_cast<const void*>(p.input), ok);
+        for (int j = 0; j < kBCopies; ++j) {
+          if constexpr (C::kInt4) {  // packed rows side by side, 32 bytes each (the consumers' reads)
+            const bool ok = kt * wt::kBlockK + b_chunk * 32 < K && b_src[j] != nullptr;
+            detail::cp_async16(sb + (b_row0 + kBRowsPerPass * j) * 32 + b_chunk * 16,
+                               ok ? b_src[j] + kt * (wt::kBlockK / 2) : static_cast<const void*>(p.input), ok);
+          } else {
+            const bool ok = k_ok && b_src[j] != nullptr;
+            detail::cp_async16(sb + wt::swizzled_offset(b_row0 + kBRowsPerPass * j, b_chunk),
+                               ok ? b_src[j] + kt * wt::kRowBytes : static_cast<const void*>(p.input), ok);
+          }
         }
         detail::cp_async_commit();
         // The previous K block's copies are this thread's older group: once landed, they are
@@ -196,12 +223,65 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
   for (int n = blockIdx.x; n < total_tiles; n += gridDim.x) {
     const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM);
     const bool active = wg_row0 < w.rows;  // a tile of 64 rows or fewer leaves the second idle
+    // int4: thread ct of the two consumer warp groups dequantises 32 codes (16 packed bytes) of
+    // rows ct / 2 + 128 j each stage, with the row's group scale loaded a K block ahead.
+    constexpr int kDequantRows = C::kInt4 ? kBN / 128 : 0;
+    const std::uint16_t* scale_row[kDequantRows > 0 ? kDequantRows : 1] = {};
+    float scale_now[kDequantRows > 0 ? kDequantRows : 1] = {};
+    const int groups = int4_groups(K);
+    if constexpr (C::kInt4) {
+#pragma unroll
+      for (int j = 0; j < kDequantRows; ++j) {
+        const int nn = (tid - 128) / 2 + 128 * j;
+        int col, row;
+        if (kGateUp) {
+          col = w.col_tile * (kBN / 2) + nn % (kBN / 2);
+          row = nn < kBN / 2 ? col : p.out_rows + col;
+        } else {
+          col = row = w.col_tile * kBN + nn;
+        }
+        scale_row[j] = col < p.out_rows
+                           ? static_cast<const std::uint16_t*>(p.scales[w.expert]) + static_cast<std::size_t>(row) * groups
+                           : nullptr;
+        scale_now[j] = scale_row[j] ? __bfloat162float(__ushort_as_bfloat16(__ldg(scale_row[j]))) : 0.f;
+      }
+    }
     for (int kt = 0; kt < ktiles; ++kt, ++it) {
       const int s = static_cast<int>(it % kStages);
-      ring::wait(&full[s], (it / kStages) & 1);
+      std::uint32_t b = ring::smem_address(ring_base + s * C::kStage + C::kStageA);
+      if constexpr (C::kInt4) {
+        static_assert(kInt4Group % wt::kBlockK == 0, "one scale a row and K block");
+        float scale_next[kDequantRows];
+#pragma unroll
+        for (int j = 0; j < kDequantRows; ++j) {
+          const int g = min((kt + 1) * wt::kBlockK / kInt4Group, groups - 1);
+          scale_next[j] = scale_row[j] ? __bfloat162float(__ushort_as_bfloat16(__ldg(scale_row[j] + g))) : 0.f;
+        }
+        ring::wait(&full[s], (it / kStages) & 1);
+        unsigned char* tile = dequant_base + (it % C::kDequantTiles) * (kBN * wt::kRowBytes);
+        const unsigned char* packed = ring_base + s * C::kStage + C::kStageA;
+#pragma unroll
+        for (int j = 0; j < kDequantRows; ++j) {
+          const int q = (tid - 128) + 256 * j, nn = q / 2, half = q % 2;
+          const uint4 words = *reinterpret_cast<const uint4*>(packed + nn * 32 + half * 16);
+          const std::uint32_t wv[4] = {words.x, words.y, words.z, words.w};
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {  // word c: codes 8c.. of this half, chunk 4 half + c of the row
+            std::uint32_t out[4];
+            wt::dequant_word(wv[c], scale_now[j], out);
+            *reinterpret_cast<uint4*>(tile + wt::swizzled_offset(nn, half * 4 + c)) =
+                make_uint4(out[0], out[1], out[2], out[3]);
+          }
+          scale_now[j] = scale_next[j];
+        }
+        fence_async_shared();
+        ring::sync_threads(1, 256);  // both halves of the tile written before either's MMAs
+        b = ring::smem_address(tile);
+      } else {
+        ring::wait(&full[s], (it / kStages) & 1);
+      }
       if (active) {
         const std::uint32_t a = ring::smem_address(ring_base + s * C::kStage) + wg_row0 * wt::kRowBytes;
-        const std::uint32_t b = ring::smem_address(ring_base + s * C::kStage + C::kStageA);
 #pragma unroll
         for (int r = 0; r < kBN / 2; ++r) wgmma::fence_operand(acc[r]);
         wgmma::fence();
@@ -261,19 +341,20 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
 // Output columns of a tile: 128 (64 h columns for gate_up).
 constexpr int kTileCols = 128;
 
-template <bool kGateUp>
+template <WeightFormat F, bool kGateUp>
 void configure_wgmma_kernel(int experts) {
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<kTileCols, kGateUp>,
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      WgmmaConfig<kTileCols>::bytes(experts)));
+                                      WgmmaConfig<F, kTileCols>::bytes(experts)));
 }
 
-template <bool kGateUp>
+template <WeightFormat F, bool kGateUp>
 void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const MoeDims& d = a.dims;
   WgmmaParams p{};
   void* s = a.scratch;
   p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
+  p.scales = kGateUp ? a.experts.gate_up_scales : a.experts.down_scales;
   // scale_input (Llama-4): gate_up reads each pair's own input row, as the wmma tiles do.
   const bool pair_rows = kGateUp && d.scale_input;
   p.input = pair_rows ? l.at<__nv_bfloat16>(s, l.x_pairs) : kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
@@ -287,37 +368,45 @@ void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t 
   p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
   p.h_out = l.at<__nv_bfloat16>(s, l.h);
   p.down_out = l.at<float>(s, l.down_out);
-  const int smem = WgmmaConfig<kTileCols>::bytes(p.total_experts);
+  const int smem = WgmmaConfig<F, kTileCols>::bytes(p.total_experts);
   // The attribute is set at every launch (cheap, host-only): the table's size follows E.
-  configure_wgmma_kernel<kGateUp>(p.total_experts);
+  configure_wgmma_kernel<F, kGateUp>(p.total_experts);
   const int upper = (l.pairs + kBM - 1) / kBM + p.total_experts;  // row tiles at most
   const int col_tiles = kGateUp ? (p.out_rows + kTileCols / 2 - 1) / (kTileCols / 2)
                                 : (p.out_rows + kTileCols - 1) / kTileCols;
   const long long tiles = static_cast<long long>(upper) * col_tiles;
   const int grid = static_cast<int>(std::min<long long>(tiles, current_device_multiprocessors()));
-  detail::launch(wgmma_expert_gemm_kernel<kTileCols, kGateUp>, dim3(grid), dim3(kThreads), smem, stream,
+  detail::launch(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp>, dim3(grid), dim3(kThreads), smem, stream,
                  /*programmatic=*/false, "wgmma_expert_gemm_kernel", p);
 }
 
 }  // namespace
 
 bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options) {
-  if (options.tiles != TensorCoreTiles::wgmma) return false;
-  return dims.format == WeightFormat::bf16 && current_device_sm() == 90 && dims.hidden % 8 == 0 &&
-         dims.inter % 8 == 0;
+  if (options.tiles != TensorCoreTiles::wgmma || current_device_sm() != 90) return false;
+  // 16-byte copies of whole chunks: 8 bf16, or 32 int4 codes, a chunk.
+  const int align = dims.format == WeightFormat::int4 ? 32 : 8;
+  return dims.hidden % align == 0 && dims.inter % align == 0;
 }
 
 void preload_wgmma_kernels(const MoeDims& dims) {
-  configure_wgmma_kernel<true>(dims.total_experts());
-  configure_wgmma_kernel<false>(dims.total_experts());
+  if (dims.format == WeightFormat::bf16) {
+    configure_wgmma_kernel<WeightFormat::bf16, true>(dims.total_experts());
+    configure_wgmma_kernel<WeightFormat::bf16, false>(dims.total_experts());
+  } else {
+    configure_wgmma_kernel<WeightFormat::int4, true>(dims.total_experts());
+    configure_wgmma_kernel<WeightFormat::int4, false>(dims.total_experts());
+  }
 }
 
 void enqueue_gate_up_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  launch_wgmma<true>(a, l, stream);
+  if (a.dims.format == WeightFormat::bf16) launch_wgmma<WeightFormat::bf16, true>(a, l, stream);
+  else launch_wgmma<WeightFormat::int4, true>(a, l, stream);
 }
 
 void enqueue_down_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  launch_wgmma<false>(a, l, stream);
+  if (a.dims.format == WeightFormat::bf16) launch_wgmma<WeightFormat::bf16, false>(a, l, stream);
+  else launch_wgmma<WeightFormat::int4, false>(a, l, stream);
 }
 
 }  // namespace moe::kernels

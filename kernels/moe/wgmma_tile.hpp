@@ -10,7 +10,13 @@
 // c ^ (r % 8), so the 8 rows' chunk c fall in 8 different bank groups.
 #include <cstdint>
 
+#include "kernels/moe/bf16.hpp"
 #include "kernels/moe/host_device.hpp"
+#include "kernels/moe/int4_format.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#endif
 
 namespace moe::kernels::wgmma_tile {
 
@@ -93,6 +99,22 @@ MOE_HD TileWork tile_work(int n, const int* first_tile, int experts, const int* 
   const int first_pair = offsets[lo] + (row_tile - first_tile[lo]) * tile_rows;
   const int left = offsets[lo + 1] - first_pair;
   return {lo, first_pair, left < tile_rows ? left : tile_rows, col_tile};
+}
+
+// int4 weights: the eight codes of a packed word (elements 8w..8w+7 of a row) times the row's
+// group scale, rounded to bf16 as the wmma tiles round them, as half of the 16-byte chunk wgmma
+// reads: out[h] holds elements 2h and 2h + 1. On the GPU a pair is one conversion instruction.
+MOE_HD void dequant_word(std::uint32_t word, float scale, std::uint32_t (&out)[4]) {
+  for (int h = 0; h < 4; ++h) {
+    const float lo = static_cast<float>(int4_unpack(word, 2 * h)) * scale;
+    const float hi = static_cast<float>(int4_unpack(word, 2 * h + 1)) * scale;
+#if defined(__CUDA_ARCH__)
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    out[h] = *reinterpret_cast<const std::uint32_t*>(&pair);
+#else
+    out[h] = float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
+#endif
+  }
 }
 
 }  // namespace moe::kernels::wgmma_tile

@@ -1,8 +1,9 @@
 // The warp-group MMA tiles' index math on the CPU (wgmma_tile.hpp, the functions
 // expert_gemm_wgmma.cu runs): the copier's swizzled writes read back through the consumers'
 // descriptors, one warp group emulated computing a gate_up (SwiGLU) tile from a ring stage as
-// the copier fills it against the plain float64 product, and the persistent tile walk covering
-// every pair of every column tile exactly once.
+// the copier fills it against the plain float64 product, the int4 consumers' dequantisation read
+// back through the descriptors, and the persistent tile walk covering every pair of every
+// column tile exactly once.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kernels/moe/bf16.hpp"
+#include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/wgmma_tile.hpp"
 
 namespace wt = moe::kernels::wgmma_tile;
@@ -185,5 +187,46 @@ TEST_CASE("the persistent walk: every pair of every column tile once, each tile 
       for (int r = 0; r < w.rows; ++r) ++seen[static_cast<std::size_t>(w.first_pair + r) * col_tiles + w.col_tile];
     }
     for (int s : seen) REQUIRE(s == 1);
+  }
+}
+
+TEST_CASE("int4: the consumers' dequantisation of a stage's packed rows reads back through the descriptor as q x scale in bf16") {
+  std::mt19937 rng(17);
+  constexpr int kN = 128, kK = 128;  // two K blocks of one scale group
+  std::vector<int> q(kN * kK);
+  for (int& v : q) v = static_cast<int>(rng() % 16) - 8;
+  const std::vector<std::uint32_t> packed = moe::kernels::int4_pack(q, kN, kK);
+  std::vector<float> scale(kN);
+  for (float& s : scale) s = moe::kernels::round_to_bf16(0.001f + 0.01f * static_cast<float>(rng() % 100));
+  for (int kb = 0; kb < kK / wt::kBlockK; ++kb) {
+    // The copier's stage: each row's 32 bytes of this K block side by side.
+    std::vector<std::uint32_t> stage(kN * 8);
+    for (int n = 0; n < kN; ++n)
+      for (int w = 0; w < 8; ++w) stage[n * 8 + w] = packed[static_cast<std::size_t>(n) * (kK / 8) + kb * 8 + w];
+    // Thread ct of the 256 consumers: 16 bytes (half) of row ct / 2.
+    std::vector<std::uint16_t> smem(64 * 1024);
+    for (int ct = 0; ct < 256; ++ct) {
+      const int nn = ct / 2, half = ct % 2;
+      for (int c = 0; c < 4; ++c) {
+        std::uint32_t out[4];
+        wt::dequant_word(stage[nn * 8 + half * 4 + c], scale[nn], out);
+        const std::uint32_t at = kRingBase + wt::swizzled_offset(nn, half * 4 + c);
+        for (int h = 0; h < 4; ++h) {
+          smem.at(at / 2 + 2 * h) = static_cast<std::uint16_t>(out[h] & 0xFFFF);
+          smem.at(at / 2 + 2 * h + 1) = static_cast<std::uint16_t>(out[h] >> 16);
+        }
+      }
+    }
+    int bad = 0;
+    for (int kk = 0; kk < wt::kBlockK / wt::kMmaK; ++kk) {
+      const std::uint64_t d = wt::smem_descriptor(kRingBase + kk * wt::kMmaK * 2);
+      for (int n = 0; n < kN; ++n)
+        for (int k = 0; k < wt::kMmaK; ++k) {
+          const int col = kb * wt::kBlockK + kk * wt::kMmaK + k;
+          const float want = moe::kernels::round_to_bf16(static_cast<float>(q[n * kK + col]) * scale[n]);
+          bad += moe::kernels::bf16_bits_to_float(read(smem, wt::descriptor_element_address(d, n, k))) != want;
+        }
+    }
+    CHECK_MESSAGE(bad == 0, "K block ", kb);
   }
 }

@@ -942,11 +942,12 @@ TEST_CASE("stream expert GEMM on the model shapes: every M 1..64, both formats")
   check_family_on_model_shapes(GemmFamily::stream);
 }
 
-// The warp-group MMA tiles (ForwardOptions::tiles = wgmma) at the tensor-core path's sizes:
+// The warp-group MMA tiles (ForwardOptions::tiles = wgmma; int4 dequantised in shared memory)
+// at the tensor-core path's sizes:
 // partial row tiles (65, 129), tiles of one and two warp groups' rows, several tiles an SM
 // (1024), skewed routing (one expert's many tiles), against the reference with the tensor-core
 // path's bounds; every stage checked. MOE_TEST_SHAPES picks among the tiny and model shapes.
-TEST_CASE("wgmma tiles on tiny and model shapes: bf16, M = 65..1024, both routings") {
+TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, both routings") {
   moe::test::test_device();
   if (current_device_sm() != 90) {
     MESSAGE("tiles=wgmma needs sm_90a; skipped on sm_" << current_device_sm());
@@ -958,22 +959,23 @@ TEST_CASE("wgmma tiles on tiny and model shapes: bf16, M = 65..1024, both routin
   o.tiles = TensorCoreTiles::wgmma;
   std::vector<Shape> all = tiny_shapes();
   for (const Shape& sh : model_shapes()) all.push_back(sh);
-  for (const Shape& sh : shapes_from_env(all)) {
-    MoeDims d = sh.dims;
-    d.format = WeightFormat::bf16;
-    REQUIRE(wgmma_tiles_run(d, o));
-    const TestLayer layer(d, case_seed(), st.s, o);
-    const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
-    double worst = 0;
-    for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
-      for (Routing r : {Routing::uniform, Routing::skewed}) {
-        INFO(case_name(sh.name, d, m, r, ForwardPath::tensor_core) << " tiles=wgmma");
-        const int cap = std::max(2, static_cast<int>(1e9 / per_token));
-        const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
-        worst = std::max(worst, s.layer_rel);
-      }
-    MESSAGE(sh.name << " tiles=wgmma: worst layer rel L2 " << worst);
-  }
+  for (const Shape& sh : shapes_from_env(all))
+    for (WeightFormat fmt : moe::test::formats_from_env()) {
+      MoeDims d = sh.dims;
+      d.format = fmt;
+      REQUIRE(wgmma_tiles_run(d, o));
+      const TestLayer layer(d, case_seed(), st.s, o);
+      const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
+      double worst = 0;
+      for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
+        for (Routing r : {Routing::uniform, Routing::skewed}) {
+          INFO(case_name(sh.name, d, m, r, ForwardPath::tensor_core) << " tiles=wgmma");
+          const int cap = std::max(2, static_cast<int>(1e9 / per_token));
+          const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
+          worst = std::max(worst, s.layer_rel);
+        }
+      MESSAGE(sh.name << " " << std::string(to_string(fmt)) << " tiles=wgmma: worst layer rel L2 " << worst);
+    }
 }
 
 TEST_CASE("int4 generation in the mma layout and the stream tiles matches the row layout re-laid on the host") {
