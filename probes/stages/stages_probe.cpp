@@ -3,7 +3,9 @@
 // CUPTI records of each sample are split by stage (stage_breakdown.hpp): route, gate_up, down
 // and combine, each with its own duration, its share of the critical path, and its floor (the
 // bytes it must read over the read ceiling of the same run). The output is checked against the
-// CPU reference before anything is timed, as in probe bandwidth.
+// CPU reference before anything is timed, as in probe bandwidth. A floor holds for bytes from
+// memory, so a PASS needs every sample after an L2 flush; and a stage that ran no kernel in a
+// sample is untimed, not 0 us: either leaves the case INCONCLUSIVE (stage_evidence.hpp).
 #include <algorithm>
 
 #include "engine/engine.hpp"
