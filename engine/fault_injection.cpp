@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 23> kMutations{{
+constexpr std::array<MutationInfo, 24> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -69,6 +69,10 @@ constexpr std::array<MutationInfo, 23> kMutations{{
     {Mutation::device_keyed_cache, "device-keyed-cache",
      "resident per-expert pointer tables cached process-wide by the router's device address: "
      "a later engine given that address runs on the old engine's tables", "two-engine"},
+    {Mutation::one_readback_in_forward, "one-readback-in-forward",
+     "layer 0's forward reads one word of its input back to the host (a blocking device-to-host "
+     "copy on its stream) before its kernels: it waits for little GPU work, but waits",
+     "host-nonblocking"},
 }};
 
 // info() indexes the table by id: an entry out of enum order would describe another mutation.

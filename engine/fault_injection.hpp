@@ -32,6 +32,7 @@ enum class Mutation {
   raw_sync_inside_capture,     // the engine's step calls cudaStreamSynchronize itself while captured
   graphs_kept_after_regrow,    // captured graphs kept after a layer's scratch regrew (freed block)
   device_keyed_cache,          // resident tables cached process-wide by the router's device address
+  one_readback_in_forward,     // layer 0's forward reads one word back to the host and waits
 };
 
 struct MutationInfo {

@@ -16,10 +16,10 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
         "fast_path_tables_read_back", "router_address_reused", "expert_buffers_reused",
         "reuse_phase_tables_read_back"}},
       {"drop-after-inflight", {"forward_pending_at_destroy", "next_request_received_freed_blocks"}},
-      {"scratch-regrow", {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken"}},
-      {"host-nonblocking", {"two_layers", "gpu_time_long_enough"}},
+      {"scratch-regrow", {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken_by_other_stream"}},
+      {"host-nonblocking", {"stream_held_when_forward_began", "two_layers", "gpu_time_long_enough"}},
       {"barrier", {"noop_barrier_artifact_visible", "loops_differ_only_in_barrier"}},
-      {"stages", {"outputs_checked", "kernel_records"}},
+      {"stages", {"outputs_checked", "kernel_records", "l2_cold", "every_stage_has_kernels"}},
       {"stream", {"l2_cold"}},
       // Case window's; case overhead declares its own (outputs_checked) when it is made.
       {"route-telemetry",

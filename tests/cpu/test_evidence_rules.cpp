@@ -65,6 +65,14 @@ TEST_CASE("loophole: two-engine without the fast-path table read back is not a P
   CHECK(passing_except("scratch-regrow", "every_regrow_under_pending_call").verdict == Verdict::inconclusive);
   CHECK(passing_except("barrier", "noop_barrier_artifact_visible").verdict == Verdict::inconclusive);
   CHECK(passing_except("host-nonblocking", "gpu_time_long_enough").verdict == Verdict::inconclusive);
+  // A regrow whose freed block the pool itself got back had no other writer: not forced.
+  CHECK(passing_except("scratch-regrow", "every_freed_block_taken_by_other_stream").verdict ==
+        Verdict::inconclusive);
+  // A forward that had nothing queued ahead could not have been seen waiting.
+  CHECK(passing_except("host-nonblocking", "stream_held_when_forward_began").verdict == Verdict::inconclusive);
+  // Stage times with the L2 warm, or a stage that ran no kernel, are not figures.
+  CHECK(passing_except("stages", "l2_cold").verdict == Verdict::inconclusive);
+  CHECK(passing_except("stages", "every_stage_has_kernels").verdict == Verdict::inconclusive);
 }
 
 TEST_CASE("L2 rule: flushed before every sample, or a working set of 4x the L2") {
