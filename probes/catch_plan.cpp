@@ -72,6 +72,15 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       // It waits for nothing queued ahead in a drained timing loop, so the ratio of host to GPU
       // time stays low; only the forward behind a hold sees the wait.
       return {T{"host-nonblocking", "forward", {"forward_never_waits_for_its_stream"}}};
+    case Mutation::residency_stale_column:
+      // The tables read back after the plan name a freed block, which the probe poisoned: the
+      // checksums of the experts through the tables change.
+      return {T{"expert-residency", "transition", {"tables_match_placement", "planned_output_identical"}}};
+    case Mutation::l2_flush_half:
+    case Mutation::l2_flush_other_stream:
+      // Every sample still follows a flush; the canary timed after it finds the L2 warm (half
+      // a flush) or the flush unfinished when the sample began (another stream).
+      return {T{"bandwidth", "step", {"cold_figure_defeats_l2"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "probes/measure/l2_observation.hpp"
+
 namespace moe {
 
 const std::vector<std::string>& required_evidence(std::string_view probe) {
@@ -49,13 +51,17 @@ const std::vector<std::string>& required_evidence_through_adapter(std::string_vi
   return it == kRequired.end() ? kNone : it->second;
 }
 
-L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2) {
+L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2,
+                   const std::optional<report::L2Observed>& observed) {
   L2Defeat d;
   d.every_sample_flushed = samples > 0 && flushed_samples >= samples;
-  d.defeated = d.every_sample_flushed || working_set_over_l2 >= kWorkingSetDefeatsL2;
+  d.flush_observed_cold = observed && measure::observed_cold(*observed);
+  d.defeated = (d.every_sample_flushed && d.flush_observed_cold) || working_set_over_l2 >= kWorkingSetDefeatsL2;
   d.detail = std::to_string(flushed_samples) + " of " + std::to_string(samples) +
-             " samples followed an L2 flush; the step's distinct weights are " +
-             std::to_string(working_set_over_l2) + "x the L2 (4x defeats it without a flush)";
+             " samples followed an L2 flush; " +
+             (observed ? measure::describe(*observed) : std::string("the flush was not observed")) +
+             "; the step's distinct weights are " + std::to_string(working_set_over_l2) +
+             "x the L2 (4x defeats it without a flush)";
   return d;
 }
 

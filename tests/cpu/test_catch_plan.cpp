@@ -87,3 +87,29 @@ TEST_CASE("the variants of bug 2 are caught by the checks built for them") {
           V{"forward_returns_before_gpu_finishes", "forward_never_waits_for_its_stream"});
   }
 }
+
+TEST_CASE("the residency and L2 flush variants are caught by measured figures, not intent flags") {
+  using V = std::vector<std::string>;
+  // A stale table column: the tables read back against the placement, and the freed block it
+  // names poisoned, so the checksums through the tables change.
+  const auto stale = moe::catch_targets(moe::info(moe::Mutation::residency_stale_column));
+  REQUIRE(stale.size() == 1);
+  CHECK(stale[0].probe == "expert-residency");
+  CHECK(stale[0].checks == V{"tables_match_placement", "planned_output_identical"});
+  // Half a flush, or a flush beside the sample: every sample still counts a flush; the canary
+  // timed after it is what fails the cold figure.
+  for (auto m : {moe::Mutation::l2_flush_half, moe::Mutation::l2_flush_other_stream}) {
+    CAPTURE(moe::info(m).name);
+    const auto t = moe::catch_targets(moe::info(m));
+    REQUIRE(t.size() == 1);
+    CHECK(t[0].probe == "bandwidth");
+    CHECK(t[0].case_prefix == "step");
+    CHECK(t[0].checks == V{"cold_figure_defeats_l2"});
+  }
+  for (auto m : {moe::Mutation::residency_stale_column, moe::Mutation::l2_flush_half,
+                 moe::Mutation::l2_flush_other_stream}) {
+    CAPTURE(moe::info(m).name);
+    CHECK(moe::info(m).historic_bug);
+    CHECK(moe::info(moe::mutation_from_name(moe::info(m).name)).id == m);
+  }
+}
