@@ -8,7 +8,7 @@
 namespace moe {
 
 namespace {
-constexpr std::array<MutationInfo, 23> kMutations{{
+constexpr std::array<MutationInfo, 27> kMutations{{
     {Mutation::static_resident_cache, "static-resident-cache",
      "resident per-expert pointer tables cached process-wide by weights address", "two-engine"},
     {Mutation::scratch_free_without_drain, "scratch-free-without-drain",
@@ -69,6 +69,19 @@ constexpr std::array<MutationInfo, 23> kMutations{{
     {Mutation::device_keyed_cache, "device-keyed-cache",
      "resident per-expert pointer tables cached process-wide by the router's device address: "
      "a later engine given that address runs on the old engine's tables", "two-engine"},
+    {Mutation::one_readback_in_forward, "one-readback-in-forward",
+     "layer 0's forward reads one word of its input back to the host (a blocking device-to-host "
+     "copy on its stream) before its kernels: it waits for little GPU work, but waits",
+     "host-nonblocking"},
+    {Mutation::residency_stale_column, "residency-stale-column",
+     "a residency transition's rebuilt tables keep the old down-weights pointer of the first "
+     "expert that went cold: its forward reads the freed device block", "expert-residency"},
+    {Mutation::l2_flush_half, "l2-flush-half",
+     "the timing loop's L2 flush reads half the L2's size: lines the sample reads survive it",
+     "bandwidth"},
+    {Mutation::l2_flush_other_stream, "l2-flush-other-stream",
+     "the timing loop's L2 flush runs on a stream of its own that the sample does not wait for",
+     "bandwidth"},
 }};
 
 // info() indexes the table by id: an entry out of enum order would describe another mutation.

@@ -32,6 +32,10 @@ enum class Mutation {
   raw_sync_inside_capture,     // the engine's step calls cudaStreamSynchronize itself while captured
   graphs_kept_after_regrow,    // captured graphs kept after a layer's scratch regrew (freed block)
   device_keyed_cache,          // resident tables cached process-wide by the router's device address
+  one_readback_in_forward,     // layer 0's forward reads one word back to the host and waits
+  residency_stale_column,      // a residency rebuild keeps one moved expert's old down pointer
+  l2_flush_half,               // the timing loop's L2 flush reads half the L2, not twice it
+  l2_flush_other_stream,       // the timing loop's L2 flush runs on a stream of its own, unordered
 };
 
 struct MutationInfo {

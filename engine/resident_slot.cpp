@@ -12,21 +12,52 @@ namespace moe {
 
 namespace {
 
-// Builds the four pointer arrays for `weights` into `device` (enqueued on `stream`).
-kernels::ExpertTable upload_tables(const MoeWeights& weights, DeviceBuffer& device,
-                                   std::vector<const void*>& host, DeviceAllocator& allocator,
-                                   Stream& stream) {
-  const auto& experts = weights.experts();
-  const std::size_t n = experts.size();
+// The four pointer arrays for `weights`, column after column (gate_up, gate_up_scales, down,
+// down_scales), E + S entries each.
+void fill_tables(const MoeWeights& weights, std::vector<const void*>& host) {
+  const std::size_t n = weights.experts().size();
   host.assign(4 * n, nullptr);
   for (std::size_t e = 0; e < n; ++e)
     for (std::size_t t = 0; t < 4; ++t)  // device memory, or a cold expert's mapped host copy
       host[t * n + e] = weights.tensor_pointer(static_cast<int>(e), static_cast<int>(t));
+}
+
+// Uploads `host` (filled by fill_tables) into a new `device` array (enqueued on `stream`).
+kernels::ExpertTable upload_filled(const MoeWeights& weights, DeviceBuffer& device,
+                                   const std::vector<const void*>& host, DeviceAllocator& allocator,
+                                   Stream& stream) {
+  const std::size_t n = weights.experts().size();
   device = allocator.allocate(host.size() * sizeof(void*));
   MOE_CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), host.size() * sizeof(void*),
                                  cudaMemcpyHostToDevice, stream.handle()));
   const auto* base = device.as<const void* const>();
   return {base, base + n, base + 2 * n, base + 3 * n, weights.int4_layout(), weights.bf16_layout()};
+}
+
+kernels::ExpertTable upload_tables(const MoeWeights& weights, DeviceBuffer& device,
+                                   std::vector<const void*>& host, DeviceAllocator& allocator,
+                                   Stream& stream) {
+  fill_tables(weights, host);
+  return upload_filled(weights, device, host, allocator, stream);
+}
+
+// ---- A rebuild that misses a column, live only under Mutation::residency_stale_column -------
+// The down column of the first routed expert that went cold keeps the pointer of the device
+// block the transition frees right after: that expert's down GEMM reads freed memory. Cold
+// experts only: a stale pointer into a freed pinned host copy would end the run in an illegal
+// address instead of the wrong numbers the bug gives.
+void keep_one_stale_down_pointer(const MoeWeights& weights, const std::vector<const void*>& previous,
+                                 std::vector<const void*>& host) {
+  const std::size_t n = weights.experts().size();
+  constexpr std::size_t kDownColumn = 2;
+  if (previous.size() != host.size()) return;
+  for (std::size_t e = 0; e < weights.placement().size(); ++e) {
+    const std::size_t at = kDownColumn * n + e;
+    if (weights.placement()[e] == Placement::host && previous[at] != host[at]) {
+      host[at] = previous[at];
+      return;
+    }
+  }
 }
 
 // ---- The historic design, live only under Mutation::static_resident_cache ----------------
@@ -77,7 +108,10 @@ void ResidentSlot::rebuild(const MoeWeights& weights, Stream& stream) {
       mutation_active(Mutation::device_keyed_cache))
     return;
   stream.drain();  // the previous upload's host source is about to be overwritten
-  table_ = upload_tables(weights, device_tables_, host_tables_, allocator_, stream);
+  std::vector<const void*> previous = host_tables_;
+  fill_tables(weights, host_tables_);
+  if (mutation_active(Mutation::residency_stale_column)) keep_one_stale_down_pointer(weights, previous, host_tables_);
+  table_ = upload_filled(weights, device_tables_, host_tables_, allocator_, stream);
   ++builds_;
 }
 

@@ -11,14 +11,18 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       return {T{"two-engine", "sequence",
                 {"resident_tables_point_at_own_experts", "outputs_match_own_seed"}}};
     case Mutation::scratch_free_without_drain:
-      return {T{"scratch-regrow", "schedule", {"every_call_matches_reference"}}};
+      // Another stream writes the freed block while the call that reads it is pending (its
+      // event not ready at the write), and that call's output comes out wrong.
+      return {T{"scratch-regrow", "schedule",
+                {"every_call_matches_reference", "freed_block_not_written_under_pending_call"}}};
     case Mutation::drop_without_drain:
       return {T{"drop-after-inflight", "", {"inflight_output_matches_reference"}}};  // layer, engine
     case Mutation::noop_timing_barrier:
       return {T{"barrier", "loops", {"harness_barrier_waits"}}};
     case Mutation::blocking_forward:
       // Eager, the host waits; captured, the same wait is a sync inside the capture.
-      return {T{"host-nonblocking", "forward", {"forward_returns_before_gpu_finishes"}},
+      return {T{"host-nonblocking", "forward",
+                {"forward_returns_before_gpu_finishes", "forward_never_waits_for_its_stream"}},
               T{"capture-replay", "cycle", {"no_sync_inside_capture"}}};
     case Mutation::capture_growth:
       return {T{"capture-replay", "cycle", {"capture_growth_refused"}}};
@@ -27,7 +31,8 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
     case Mutation::hot_cache_timing:
       return {T{"bandwidth", "step", {"cold_figure_defeats_l2"}}};
     case Mutation::blocking_one_layer:
-      return {T{"host-nonblocking", "forward", {"forward_returns_before_gpu_finishes"}}};
+      return {T{"host-nonblocking", "forward",
+                {"forward_returns_before_gpu_finishes", "forward_never_waits_for_its_stream"}}};
     case Mutation::telemetry_reset_per_replay:
       return {T{"route-telemetry", "window", {"window_matches_oracle"}}};
     case Mutation::telemetry_count_wraps:
@@ -63,6 +68,19 @@ std::vector<report::CatchTarget> catch_targets(const MutationInfo& m) {
       // Hit only where device addresses are reused: the reuse phase.
       return {T{"two-engine", "sequence",
                 {"reuse_phase_tables_point_at_own_experts", "reuse_phase_outputs_match_own_seed"}}};
+    case Mutation::one_readback_in_forward:
+      // It waits for nothing queued ahead in a drained timing loop, so the ratio of host to GPU
+      // time stays low; only the forward behind a hold sees the wait.
+      return {T{"host-nonblocking", "forward", {"forward_never_waits_for_its_stream"}}};
+    case Mutation::residency_stale_column:
+      // The tables read back after the plan name a freed block, which the probe poisoned: the
+      // checksums of the experts through the tables change.
+      return {T{"expert-residency", "transition", {"tables_match_placement", "planned_output_identical"}}};
+    case Mutation::l2_flush_half:
+    case Mutation::l2_flush_other_stream:
+      // Every sample still follows a flush; the canary timed after it finds the L2 warm (half
+      // a flush) or the flush unfinished when the sample began (another stream).
+      return {T{"bandwidth", "step", {"cold_figure_defeats_l2"}}};
     default:
       return {T{std::string(m.probe), "", {}}};
   }

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "probes/measure/l2_observation.hpp"
+
 namespace moe {
 
 const std::vector<std::string>& required_evidence(std::string_view probe) {
@@ -16,10 +18,10 @@ const std::vector<std::string>& required_evidence(std::string_view probe) {
         "fast_path_tables_read_back", "router_address_reused", "expert_buffers_reused",
         "reuse_phase_tables_read_back"}},
       {"drop-after-inflight", {"forward_pending_at_destroy", "next_request_received_freed_blocks"}},
-      {"scratch-regrow", {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken"}},
-      {"host-nonblocking", {"two_layers", "gpu_time_long_enough"}},
+      {"scratch-regrow", {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken_by_other_stream"}},
+      {"host-nonblocking", {"stream_held_when_forward_began", "two_layers", "gpu_time_long_enough"}},
       {"barrier", {"noop_barrier_artifact_visible", "loops_differ_only_in_barrier"}},
-      {"stages", {"outputs_checked", "kernel_records"}},
+      {"stages", {"outputs_checked", "kernel_records", "l2_cold", "every_stage_has_kernels"}},
       {"stream", {"l2_cold"}},
       // Case window's; case overhead declares its own (outputs_checked) when it is made.
       {"route-telemetry",
@@ -49,13 +51,17 @@ const std::vector<std::string>& required_evidence_through_adapter(std::string_vi
   return it == kRequired.end() ? kNone : it->second;
 }
 
-L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2) {
+L2Defeat l2_defeat(std::size_t flushed_samples, std::size_t samples, double working_set_over_l2,
+                   const std::optional<report::L2Observed>& observed) {
   L2Defeat d;
   d.every_sample_flushed = samples > 0 && flushed_samples >= samples;
-  d.defeated = d.every_sample_flushed || working_set_over_l2 >= kWorkingSetDefeatsL2;
+  d.flush_observed_cold = observed && measure::observed_cold(*observed);
+  d.defeated = (d.every_sample_flushed && d.flush_observed_cold) || working_set_over_l2 >= kWorkingSetDefeatsL2;
   d.detail = std::to_string(flushed_samples) + " of " + std::to_string(samples) +
-             " samples followed an L2 flush; the step's distinct weights are " +
-             std::to_string(working_set_over_l2) + "x the L2 (4x defeats it without a flush)";
+             " samples followed an L2 flush; " +
+             (observed ? measure::describe(*observed) : std::string("the flush was not observed")) +
+             "; the step's distinct weights are " + std::to_string(working_set_over_l2) +
+             "x the L2 (4x defeats it without a flush)";
   return d;
 }
 

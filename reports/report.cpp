@@ -155,6 +155,15 @@ void to_json(json& j, const Measurement& m) {
     }
   }
   if (!m.sm_clock_mhz.empty()) j["sm_clock_mhz"] = summarize(m.sm_clock_mhz);
+  if (const auto& o = m.l2_observed)
+    j["l2_observed"] = json{{"samples_observed", o->samples_observed},
+                            {"observe_every", o->observe_every},
+                            {"lines", o->lines},
+                            {"flushes_unfinished", o->flushes_unfinished},
+                            {"evicted_fraction_median", o->evicted_fraction_median},
+                            {"evicted_fraction_min", o->evicted_fraction_min},
+                            {"cold_load_cycles_median", o->cold_load_cycles_median},
+                            {"hot_load_cycles_median", o->hot_load_cycles_median}};
   // Optional (absent before the host pass and without kernel timing), so older readers and
   // older reports both keep working.
   if (!m.host_time_with_cupti_us.empty()) {
@@ -184,6 +193,20 @@ void from_json(const json& j, Measurement& m) {
   m.l2_flushes.reset();  // absent or null in reports written before it was counted
   if (j.contains("l2_flushes") && !j.at("l2_flushes").is_null())
     m.l2_flushes = j.at("l2_flushes").get<std::size_t>();
+  m.l2_observed.reset();  // absent without a flush and in reports written before it was observed
+  if (j.contains("l2_observed")) {
+    const json& o = j.at("l2_observed");
+    L2Observed v;
+    o.at("samples_observed").get_to(v.samples_observed);
+    o.at("observe_every").get_to(v.observe_every);
+    o.at("lines").get_to(v.lines);
+    o.at("flushes_unfinished").get_to(v.flushes_unfinished);
+    o.at("evicted_fraction_median").get_to(v.evicted_fraction_median);
+    o.at("evicted_fraction_min").get_to(v.evicted_fraction_min);
+    o.at("cold_load_cycles_median").get_to(v.cold_load_cycles_median);
+    o.at("hot_load_cycles_median").get_to(v.hot_load_cycles_median);
+    m.l2_observed = v;
+  }
 }
 
 void to_json(json& j, const Metric& m) { j = json{{"value", m.value}, {"unit", m.unit}}; }

@@ -22,6 +22,21 @@ Verdict verdict_from_string(const std::string& s);  // throws UsageError naming 
 // Worse verdicts rank higher: pass < inconclusive < fail < error.
 int severity(Verdict v);
 
+// What the sampler observed of the L2 after its flush, on a subset of the main loop's samples:
+// a canary of lines touched just before the flush and timed load by load after it
+// (docs/design/measurement.md). The figure a cold measurement is judged by, rather than the
+// flush having been asked for.
+struct L2Observed {
+  std::size_t samples_observed = 0;
+  std::size_t observe_every = 0;          // the first sample, then every this many
+  std::size_t lines = 0;                  // canary lines a sample
+  std::size_t flushes_unfinished = 0;     // observed samples that began before their flush ended
+  double evicted_fraction_median = 0;     // of the canary lines, over the observed samples
+  double evicted_fraction_min = 0;
+  double cold_load_cycles_median = 0;     // a canary load after the flush
+  double hot_load_cycles_median = 0;      // the same load again: an L2 hit
+};
+
 // One timed configuration: per-sample series and their summaries (docs/design/measurement.md).
 struct Measurement {
   std::vector<double> gpu_time_us;     // event to event around the enqueue
@@ -41,6 +56,8 @@ struct Measurement {
   // Samples preceded by an L2 flush in the main loop; absent (nullopt) in reports written
   // before it was counted. A cold figure needs one per sample (probe bandwidth checks it).
   std::optional<std::size_t> l2_flushes;
+  // The flush observed (absent without a flush, and in reports written before it was).
+  std::optional<L2Observed> l2_observed;
   double total_gpu_time_s = 0;
   bool kernel_timing = false;          // CUPTI series present
   std::vector<std::string> throttle_reasons;  // distinct reasons seen

@@ -59,11 +59,24 @@ void time_step(ProbeState& state, report::CaseResult& c, const TimedStep& step) 
   // The L2 was defeated only if every sample was flushed, or the step's distinct weights alone
   // are 4x the L2 (counted from the flushes the sampler did, not the option asked for).
   const std::size_t flushed = meas.l2_flushes.value_or(0);
-  const L2Defeat l2 = l2_defeat(flushed, meas.samples(), over_l2);
+  const L2Defeat l2 = l2_defeat(flushed, meas.samples(), over_l2, meas.l2_observed);
   const std::string l2_detail = l2.detail + "; " + std::to_string(step.layers) + " layers" +
                                 (step.layers_reduced ? ", reduced for memory" : "");
   c.evidence["l2_flushes"] = flushed;
   c.evidence["samples"] = meas.samples();
+  // The sampler's flush as measured after it, not as asked for (measure/l2_observation.hpp).
+  if (meas.l2_observed) {
+    const report::L2Observed& o = *meas.l2_observed;
+    c.evidence["l2_observed"] = {{"samples_observed", o.samples_observed},
+                                 {"observed", "the first sample, then every " + std::to_string(o.observe_every)},
+                                 {"canary_lines", o.lines},
+                                 {"evicted_fraction_median", o.evicted_fraction_median},
+                                 {"evicted_fraction_min", o.evicted_fraction_min},
+                                 {"cold_load_cycles_median", o.cold_load_cycles_median},
+                                 {"hot_load_cycles_median", o.hot_load_cycles_median},
+                                 {"flushes_unfinished", o.flushes_unfinished},
+                                 {"cold", l2.flush_observed_cold}};
+  }
   if (asked_cold) c.checks.push_back({"cold_figure_defeats_l2", l2.defeated, "asked for a cold figure: " + l2_detail});
   c.prove("l2_defeated", l2.defeated,
           "L2 not defeated, so the figure may be the cache's: " + l2_detail +
@@ -71,7 +84,7 @@ void time_step(ProbeState& state, report::CaseResult& c, const TimedStep& step) 
   const std::string flags = sampling_flags(meas);
   c.measurements["main"] = std::move(meas);
   c.conclude("decode step measured after its output matched the reference, " +
-             std::string(l2.every_sample_flushed ? "L2 flushed before every sample" : "working set over 4x the L2") +
+             std::string(l2.every_sample_flushed && l2.flush_observed_cold ? "L2 flushed before every sample and observed cold after it" : "working set over 4x the L2") +
              (asked_cold ? "" : " (L2 hot)") + flags);
   if (c.verdict != report::Verdict::pass) c.reason += flags;
 }

@@ -8,6 +8,7 @@
 #include "common/cuda_check.hpp"
 #include "engine/fault_injection.hpp"
 #include "kernels/bandwidth/bandwidth_kernels.hpp"
+#include "probes/copy/copy_evidence.hpp"
 #include "probes/copy/read_ceiling.hpp"
 #include "probes/evidence.hpp"
 
@@ -25,18 +26,20 @@ double gbps(std::size_t bytes, const report::Measurement& m) {
 
 report::Metric metric(double v, const char* unit) { return report::Metric{v, unit}; }
 
-// What a ceiling must show to count: its buffers are many times the L2 (stream_buffer_bytes
-// refuses less than 8x, so this holds unless that guard is broken), and its sampling converged
-// (flagged, not failed: the noise is in the report).
+// What a ceiling must show to count, measured rather than assumed: the timed kernel touched
+// every byte of a buffer at least 4x the L2 (its content check, the XOR of every word read or
+// every word copied, passed: a kernel that read less would not match), and the sampler's
+// canary found the L2 cold after the flush before its samples; every sample has a completed
+// event time (copy_evidence.hpp).
 void prove_streams_defeat_l2(const ProbeState& state, report::CaseResult& c, std::size_t bytes,
-                             const report::Measurement& m) {
-  const double over_l2 =
-      static_cast<double>(bytes) / static_cast<double>(std::max<std::size_t>(state.device().l2_bytes, 1));
-  c.evidence["buffer_over_l2"] = over_l2;
+                             const report::Measurement& m, const report::Check& content) {
+  const CopyEvidence e = copy_evidence(bytes, state.device().l2_bytes, content.passed, m);
+  c.evidence["buffer_over_l2"] = e.buffer_over_l2;
   c.evidence["samples"] = m.samples();
-  c.prove("buffer_defeats_l2", over_l2 >= 4.0,
-          "the buffer is " + std::to_string(over_l2) + "x the L2, below 4x");
-  c.prove("samples_taken", m.samples() > 0, "no sample was taken");
+  c.evidence["samples_with_event_time"] = e.samples_timed;
+  if (m.l2_observed) c.evidence["l2_observed_cold"] = e.l2_observed_cold;
+  c.prove("buffer_defeats_l2", e.buffer_defeats_l2, e.buffer_detail);
+  c.prove("samples_taken", e.samples_taken, e.samples_detail);
 }
 
 template <class T>
@@ -127,7 +130,7 @@ void run_copy_probe(ProbeState& state) {
     c.metrics["read_ceiling_gbps"] = metric(rc.gbps, "GB/s");
     c.checks.push_back(rc.check);
     c.parameters = {{"bytes", bytes}};
-    prove_streams_defeat_l2(state, c, bytes, c.measurements.at("main"));
+    prove_streams_defeat_l2(state, c, bytes, c.measurements.at("main"), rc.check);
     c.conclude("read ceiling measured" + sampling_flags(c.measurements.at("main")));
     state.add_case(std::move(c));
   }
@@ -166,9 +169,9 @@ void run_copy_probe(ProbeState& state) {
                               mismatches.as<unsigned long long>(), stream.handle());
     stream.drain();
     const auto bad = read_scalar<unsigned long long>(mismatches);
-    c.checks.push_back({"copy_matches_source", bad == 0,
-                        std::to_string(bad) + " of " + std::to_string(words) +
-                            " words differ from the source"});
+    const report::Check copied{"copy_matches_source", bad == 0,
+                               std::to_string(bad) + " of " + std::to_string(words) + " words differ from the source"};
+    c.checks.push_back(copied);
     const double g = gbps(2 * bytes, m);
     c.measurements["main"] = std::move(m);
     c.metrics["bytes"] = metric(2 * bytes_d, "B");
@@ -186,7 +189,7 @@ void run_copy_probe(ProbeState& state) {
                 std::to_string(static_cast<long long>(rc.gbps)) + " GB/s), above the " +
                 std::to_string(static_cast<int>(kMaxCopyPctOfReadCeiling)) +
                 "% a copy can reach: the ceiling's read kernel ran slowed");
-    prove_streams_defeat_l2(state, c, bytes, c.measurements.at("main"));
+    prove_streams_defeat_l2(state, c, bytes, c.measurements.at("main"), copied);
     c.conclude("bytes read + written over median GPU time" + sampling_flags(c.measurements.at("main")));
     state.add_case(std::move(c));
   }

@@ -2,7 +2,8 @@
 // (--hot-share, --device-budget), and the transition at a boundary. PASS when the output after
 // the transition equals the all-resident output bit for bit, a transition during capture or
 // under a live graph is refused, and a fault injected into a transition rolls it back with
-// every expert's checksum unchanged. It times a step all-resident, with the plan, and with
+// every expert's checksum unchanged, and after every transition the tables read back from the
+// device name each expert's copy where its placement says (TransitionAudit). It times a step all-resident, with the plan, and with
 // every routed expert cold, and reports the device bytes the plan saves.
 #include <algorithm>
 
@@ -10,6 +11,7 @@
 #include "engine/engine.hpp"
 #include "kernels/moe/generate.hpp"
 #include "kernels/moe/weights_checksum.hpp"
+#include "probes/expert_residency/transition_audit.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 #include "reports/routing_histogram.hpp"
@@ -106,6 +108,18 @@ void run_expert_residency_probe(ProbeState& state) {
     const kernels::MoeDims dims = shape.dims(format);
     const std::size_t expert_bytes = e.layer(0).weights().expert_bytes();
     const std::size_t elements = static_cast<std::size_t>(m) * shape.hidden;
+    // Every transition below is audited: its tables read back and checked, what it freed poisoned.
+    TransitionAudit audit(e.layer(0).weights(), state.allocator(), e.stream());
+    auto transition = [&](const ResidencyPlan& p, const std::string& label, ResidencyFaultPoint fault = {}) {
+      audit.before();
+      try {
+        e.apply_residency(0, p, fault);
+      } catch (...) {
+        audit.after(label);
+        throw;
+      }
+      return audit.after(label);
+    };
 
     // 1. All resident: the reference output, and its step time. Armed from the start, so
     //    the three timings pay the same route telemetry.
@@ -170,7 +184,7 @@ void run_expert_residency_probe(ProbeState& state) {
     c.prove("graph_live_during_transition", e.captured(), "no graph was captured when the transition was tried");
     std::string live;
     try {
-      e.apply_residency(0, cold);
+      transition(cold, "all cold under a live graph");
     } catch (const BoundaryRefused& r) {
       live = r.what();
     }
@@ -187,17 +201,14 @@ void run_expert_residency_probe(ProbeState& state) {
     e.drop_graphs();
     if (e.layer(0).weights().placement() != before) {
       // Under the mutation the plan went in: bring the bank back for the checks below.
-      ResidencyPlan back = all_resident(dims.experts, "restore");
-      e.apply_residency(0, back);
+      transition(all_resident(dims.experts, "restore"), "restore after the live graph");
     }
 
     // 5. A fault at step 2 (inside the first group) rolls everything back.
     std::string fault;
-    c.prove("experts_moved", plan.cold() > 0,
-          "the plan kept every expert hot (" + plan.reason + "): nothing moved, the rollback was not exercised");
     if (plan.cold() > 0) {
       try {
-        e.apply_residency(0, plan, {kFaultStep});
+        transition(plan, "plan with a fault at step " + std::to_string(kFaultStep), {kFaultStep});
       } catch (const ResidencyFault& f) {
         fault = f.what();
       }
@@ -214,12 +225,18 @@ void run_expert_residency_probe(ProbeState& state) {
                               (same_place ? "unchanged" : "now " + placement_text(e.layer(0).weights().placement())) +
                               ", " + std::to_string(diff) + " outputs differ"});
     }
-    if (e.layer(0).weights().placement() != before) e.apply_residency(0, all_resident(dims.experts, "restore"));
+    if (e.layer(0).weights().placement() != before) transition(all_resident(dims.experts, "restore"), "restore after the fault");
 
     // 6. The plan applied: the same bits, the device bytes given back.
     const std::size_t in_use0 = state.allocator().stats().bytes_in_use;
     const auto counters0 = e.layer(0).weights().residency_counters();
-    e.apply_residency(0, plan);
+    const std::size_t moved = transition(plan, "plan");
+    // From the tables read back before and after, not from the plan: a transition that moved
+    // nothing exercised nothing.
+    c.prove("experts_moved", moved > 0,
+            "the tables read back name the same copies before and after the plan (" + std::to_string(plan.cold()) +
+                " experts planned cold, " + plan.reason + "): nothing moved, the rollback was not exercised");
+    c.evidence["experts_moved_by_plan"] = {{"measured_from_tables", moved}, {"planned", plan.cold()}};
     const std::size_t in_use1 = state.allocator().stats().bytes_in_use;
     e.forward();
     const std::size_t plan_diff = differing(e, reference);
@@ -231,16 +248,18 @@ void run_expert_residency_probe(ProbeState& state) {
     const std::size_t saved = in_use0 > in_use1 ? in_use0 - in_use1 : 0;
 
     // 7. Every routed expert cold: still the same bits; then all back.
-    e.apply_residency(0, cold);
+    transition(cold, "all cold");
     e.forward();
     const std::size_t cold_diff = differing(e, reference);
     c.checks.push_back({"all_cold_output_identical", cold_diff == 0,
                         std::to_string(cold_diff) + " outputs differ with all " + std::to_string(dims.experts) +
                             " routed experts in host memory"});
     report::Measurement all_cold = time_step(state, e, "expert-residency/" + shape.name + "/all-cold");
-    e.apply_residency(0, all_resident(dims.experts, "restore"));
+    transition(all_resident(dims.experts, "restore"), "restore");
     const auto counters1 = e.layer(0).weights().residency_counters();
 
+    c.checks.push_back({"tables_match_placement", audit.tables_match(), audit.detail()});
+    c.evidence["transitions"] = audit.evidence();
     c.metrics["all_resident_gpu_us"] = {resident.gpu_time().median, "us"};
     c.metrics["planned_gpu_us"] = {with_plan.gpu_time().median, "us"};
     c.metrics["all_cold_gpu_us"] = {all_cold.gpu_time().median, "us"};

@@ -64,11 +64,18 @@ void Sampler::barrier(Stream& stream, bool noop) {
 
 void Sampler::take_sample(Stream& stream, const std::string& label, const char* range,
                           const std::function<void()>& enqueue, bool block, bool kernels,
-                          bool records, bool noop, Sample& s) {
+                          bool records, bool noop, bool observe, Sample& s) {
   // The historic cache-measuring loop skipped the flush (probe bandwidth must notice).
   s.flushed = flusher_ && !mutation_active(Mutation::hot_cache_timing);
+  const bool observing = observe && s.flushed;
+  if (observing) flusher_->touch_canary(stream.handle());  // in the L2 when the flush begins
   if (s.flushed) flusher_->flush(stream.handle());
   barrier(stream, noop);  // nothing from before (flush, last sample) may overlap the window
+  if (observing) {
+    // Where the sample's first load would be: the canary says what the flush left in the L2.
+    flusher_->observe(stream.handle());
+    barrier(stream, noop);
+  }
   if (kernels) activity_->begin_window(records);
   {
     NvtxRange sample_range(label + range);
@@ -105,7 +112,7 @@ std::vector<double> Sampler::host_pass(Stream& stream, const std::string& label,
   std::vector<double> host_us;
   Sample s;
   for (std::size_t i = 0; i < samples; ++i) {
-    take_sample(stream, label, "/host-sample", enqueue, block, false, false, noop, s);
+    take_sample(stream, label, "/host-sample", enqueue, block, false, false, noop, false, s);
     host_us.push_back(s.host_us);
   }
   stream.drain();  // the pass's events complete before they are reused or destroyed
@@ -126,6 +133,7 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
 
   for (int i = 0; i < options_.warmup; ++i) enqueue();
   stream.drain();
+  if (flusher_) flusher_->begin_measurement();
 
   std::vector<std::unique_ptr<Sample>> pending;
   std::vector<double> gpu_s;  // samples whose events completed, for the stopping rule
@@ -146,7 +154,8 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   for (;;) {
     auto s = std::make_unique<Sample>();
     take_sample(stream, label, "/sample", enqueue, block, activity_ != nullptr,
-                static_cast<bool>(overrides.kernel_records), overrides.noop_barrier, *s);
+                static_cast<bool>(overrides.kernel_records), overrides.noop_barrier,
+                observed_sample(pending.size()), *s);
     // The clock is read after every sample; a throttled sample is flagged, not dropped.
     const auto sm = clocks_->sm_clock_mhz();
     const auto why = clocks_->throttle_reasons();
@@ -183,6 +192,7 @@ report::Measurement Sampler::measure(Stream& stream, const std::string& label,
   }
   m.l2_flushes = static_cast<std::size_t>(
       std::count_if(pending.begin(), pending.end(), [](const auto& s) { return s->flushed; }));
+  if (flusher_) m.l2_observed = flusher_->collect();  // the stream drained above
   if (activity_)
     m.host_time_us = host_pass(stream, label, enqueue, block, overrides.noop_barrier,
                                std::min(options_.host_samples, pending.size()));

@@ -71,10 +71,11 @@ class Sampler {
   struct Sample;
   // One sample (docs/design/measurement.md), alike in the main loop and host pass; `range` names
   // its NVTX range after `label`. `kernels`: take the CUPTI records of its window.
-  // `records`: keep each kernel's name and interval too.
+  // `records`: keep each kernel's name and interval too. `observe`: time the L2 canary after
+  // the flush (l2_observation.hpp), outside the window.
   void take_sample(Stream& stream, const std::string& label, const char* range,
                    const std::function<void()>& enqueue, bool block, bool kernels, bool records,
-                   bool noop, Sample& s);
+                   bool noop, bool observe, Sample& s);
   // Host enqueue times of `samples` more samples with CUPTI not recording.
   std::vector<double> host_pass(Stream& stream, const std::string& label,
                                 const std::function<void()>& enqueue, bool block, bool noop,

@@ -3,7 +3,9 @@
 // CUPTI records of each sample are split by stage (stage_breakdown.hpp): route, gate_up, down
 // and combine, each with its own duration, its share of the critical path, and its floor (the
 // bytes it must read over the read ceiling of the same run). The output is checked against the
-// CPU reference before anything is timed, as in probe bandwidth.
+// CPU reference before anything is timed, as in probe bandwidth. A floor holds for bytes from
+// memory, so a PASS needs every sample after an L2 flush; and a stage that ran no kernel in a
+// sample is untimed, not 0 us: either leaves the case INCONCLUSIVE (stage_evidence.hpp).
 #include <algorithm>
 
 #include "engine/engine.hpp"
@@ -12,6 +14,7 @@
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 #include "probes/stages/stage_breakdown.hpp"
+#include "probes/stages/stage_evidence.hpp"
 
 namespace moe {
 
@@ -106,6 +109,7 @@ void run_stages_probe(ProbeState& state) {
                                   *c.format + "/" + mode;
         report::Measurement meas = state.sampler().measure(engine.stream(), label, enqueue, overrides);
         if (mode == "graph") engine.drop_graphs();
+        const std::size_t l2_flushes = meas.l2_flushes.value_or(0);
         c.metrics["gpu_us_per_layer"] = metric(meas.gpu_time().median / layers, "us");
         c.metrics["read_ceiling_gbps"] = metric(ceiling.gbps, "GB/s");
         c.measurements["main"] = std::move(meas);
@@ -117,9 +121,21 @@ void run_stages_probe(ProbeState& state) {
           state.add_case(std::move(c));
           continue;
         }
+        // Counted from what the sampler did and what CUPTI recorded, not from what was asked.
+        const StageEvidence proof = stage_evidence(samples, l2_flushes);
+        c.evidence["l2_flushes"] = l2_flushes;
+        c.prove("l2_cold", proof.l2_cold, proof.l2_detail);
+        nlohmann::json missing = nlohmann::json::array();
+        for (kernels::Stage stage : proof.stages_without_kernels) missing.push_back(to_string(stage));
+        c.evidence["stages_without_kernels"] = missing;
+        c.prove("every_stage_has_kernels", proof.every_stage_has_kernels, proof.kernels_detail);
         double critical_sum = 0, floor_sum = 0;
         for (kernels::Stage stage : kernels::kStages) {
           const auto i = static_cast<std::size_t>(stage);
+          // A stage that ran no kernel in some sample is untimed: no 0 us figure for it.
+          if (std::find(proof.stages_without_kernels.begin(), proof.stages_without_kernels.end(),
+                        stage) != proof.stages_without_kernels.end())
+            continue;
           std::vector<double> own, critical;
           std::size_t kernels_in_stage = 0;
           for (const StageSample& s : samples) {

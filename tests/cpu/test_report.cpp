@@ -237,3 +237,34 @@ TEST_CASE("kernel busy time: a report without it reads back with none, gap from 
   CHECK(jm.at("launch_gap_us").at("median") == doctest::Approx(1.25));
   CHECK(j.get<CaseResult>().measurements.at("main").kernel_busy_us.empty());
 }
+
+TEST_CASE("the L2 flush's observation round-trips, and reports without it still load") {
+  CaseResult c = sample_case(1);
+  L2Observed o;
+  o.samples_observed = 5;
+  o.observe_every = 4;
+  o.lines = 32;
+  o.flushes_unfinished = 1;
+  o.evicted_fraction_median = 0.25;
+  o.evicted_fraction_min = 0.125;
+  o.cold_load_cycles_median = 610;
+  o.hot_load_cycles_median = 290;
+  c.measurements["main"].l2_observed = o;
+  const json j = c;
+  const json& written = j.at("measurements").at("main").at("l2_observed");
+  CHECK(written.at("flushes_unfinished") == 1);
+  CHECK(written.at("evicted_fraction_median") == doctest::Approx(0.25));
+  const CaseResult back = j.get<CaseResult>();
+  REQUIRE(back.measurements.at("main").l2_observed.has_value());
+  const L2Observed& b = *back.measurements.at("main").l2_observed;
+  CHECK(b.samples_observed == 5);
+  CHECK(b.observe_every == 4);
+  CHECK(b.lines == 32);
+  CHECK(b.evicted_fraction_min == doctest::Approx(0.125));
+  CHECK(b.cold_load_cycles_median == doctest::Approx(610));
+  CHECK(b.hot_load_cycles_median == doctest::Approx(290));
+  // Older reports (and hot runs) have none.
+  json old = j;
+  old["measurements"]["main"].erase("l2_observed");
+  CHECK_FALSE(old.get<CaseResult>().measurements.at("main").l2_observed.has_value());
+}

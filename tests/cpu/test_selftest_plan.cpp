@@ -73,3 +73,21 @@ TEST_CASE("selftest plan: through an engine adapter, clean rows only, the refuse
   }
   CHECK(has_row(plan, "two-engine", ""));
 }
+
+TEST_CASE("selftest plan: the readback in layer 0 has its host-nonblocking row, judged by the hold's check") {
+  const auto plan = moe::selftest_plan(1);
+  CHECK(has_row(plan, "host-nonblocking", "one-readback-in-forward"));
+  CHECK(has_row(plan, "host-nonblocking", ""));
+  CHECK(has_row(plan, "scratch-regrow", "scratch-free-without-drain"));
+  for (const moe::SelftestRow& r : plan) {
+    if (!r.mutation) continue;
+    if (r.mutation->name == "one-readback-in-forward") {
+      CHECK(r.target.checks == std::vector<std::string>{"forward_never_waits_for_its_stream"});
+      CHECK(r.not_run.empty());
+    }
+    if (r.mutation->name == "scratch-free-without-drain") {
+      CHECK(std::find(r.target.checks.begin(), r.target.checks.end(),
+                      "freed_block_not_written_under_pending_call") != r.target.checks.end());
+    }
+  }
+}

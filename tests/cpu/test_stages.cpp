@@ -2,11 +2,15 @@
 // critical-path time, the floors' bytes, and how the renderers show the result.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "kernels/moe/kernel_stage.hpp"
 #include "probes/stages/stage_breakdown.hpp"
+#include "probes/stages/stage_evidence.hpp"
+#include "probes/evidence_rules.hpp"
+#include "reports/verdict.hpp"
 #include "reports/html_page.hpp"
 #include "reports/markdown.hpp"
 #include "reports/stage_view.hpp"
@@ -121,6 +125,79 @@ TEST_CASE("own time counts overlaps in each stage; critical time counts each ins
   CHECK(other.own_us[at(Stage::other)] == doctest::Approx(4));
   CHECK(other.kernels[at(Stage::other)] == 1);
   CHECK(moe::split_by_stage({}, 1).busy_us == 0);
+}
+
+TEST_CASE("a stage that ran no kernel is refused, never timed as 0 us") {
+  const std::vector<KernelRecord> whole{rec(kRouteCluster, 0, 10), rec(kGateUpDecode, 6, 30),
+                                        rec(kDownDecodeMma, 28, 50), rec(kCombine, 53, 55)};
+  // combine's records lost (or its kernel fused away) in one sample of three.
+  const std::vector<KernelRecord> no_combine{rec(kRouteCluster, 0, 10), rec(kGateUpDecode, 6, 30),
+                                             rec(kDownDecodeMma, 28, 50)};
+  std::vector<moe::StageSample> samples{moe::split_by_stage(whole, 1), moe::split_by_stage(no_combine, 1),
+                                        moe::split_by_stage(whole, 1)};
+  CHECK(samples[1].own_us[at(Stage::combine)] == 0);  // what the probe would have reported
+  const moe::StageEvidence missing = moe::stage_evidence(samples, 3);
+  CHECK(missing.l2_cold);
+  CHECK_FALSE(missing.every_stage_has_kernels);
+  CHECK(missing.stages_without_kernels == std::vector<Stage>{Stage::combine});
+  CHECK(missing.kernels_detail.find("no combine kernel in 1 of 3 samples") != std::string::npos);
+
+  // Every stage in every sample: proven; `other` is never required.
+  samples[1] = moe::split_by_stage(whole, 1);
+  const moe::StageEvidence full = moe::stage_evidence(samples, 3);
+  CHECK(full.every_stage_has_kernels);
+  CHECK(full.stages_without_kernels.empty());
+  CHECK_FALSE(moe::timed_stage(Stage::other));
+
+  // Two stages missing in every sample are both named, in stage order.
+  const moe::StageEvidence two = moe::stage_evidence({moe::split_by_stage({rec(kRoute, 0, 5), rec(kCombine, 6, 8)}, 1)}, 1);
+  CHECK(two.stages_without_kernels == std::vector<Stage>{Stage::gate_up, Stage::down});
+
+  // No samples at all: nothing is timed.
+  const moe::StageEvidence none = moe::stage_evidence({}, 0);
+  CHECK_FALSE(none.every_stage_has_kernels);
+  CHECK_FALSE(none.l2_cold);
+  CHECK(none.stages_without_kernels.size() == 4);
+}
+
+TEST_CASE("stages needs every sample after an L2 flush: --l2 hot, or one unflushed sample, is not cold") {
+  const std::vector<KernelRecord> whole{rec(kRoute, 0, 10), rec(kGateUpDecode, 6, 30),
+                                        rec(kDownDecodeMma, 28, 50), rec(kCombine, 53, 55)};
+  const std::vector<moe::StageSample> samples(5, moe::split_by_stage(whole, 1));
+  CHECK(moe::stage_evidence(samples, 5).l2_cold);
+  CHECK(moe::stage_evidence(samples, 6).l2_cold);  // a flush before the warm-up counts too
+  const moe::StageEvidence hot = moe::stage_evidence(samples, 0);
+  CHECK_FALSE(hot.l2_cold);
+  CHECK(hot.l2_detail.find("0 of 5 samples") != std::string::npos);
+  CHECK_FALSE(moe::stage_evidence(samples, 4).l2_cold);
+}
+
+TEST_CASE("the stages rule: a hot L2 or an untimed stage makes the case INCONCLUSIVE, naming it") {
+  using moe::report::Verdict;
+  const auto& required = moe::required_evidence("stages");
+  for (const char* name : {"outputs_checked", "kernel_records", "l2_cold", "every_stage_has_kernels"})
+    CHECK(std::find(required.begin(), required.end(), name) != required.end());
+  auto judged = [&](bool l2_cold, bool every_stage) {
+    moe::report::CaseResult c;
+    c.probe = "stages";
+    c.name = "layer";
+    c.required_evidence = required;
+    c.checks.push_back({"layer0_matches_reference", true, "ok"});
+    c.checks.push_back({"every_kernel_in_a_stage", true, "ok"});
+    c.prove("outputs_checked", true);
+    c.prove("kernel_records", true);
+    c.prove("l2_cold", l2_cold, "0 of 5 samples followed an L2 flush");
+    c.prove("every_stage_has_kernels", every_stage, "no combine kernel in 1 of 5 samples");
+    c.conclude("timed");
+    return c;
+  };
+  CHECK(judged(true, true).verdict == Verdict::pass);
+  const auto hot = judged(false, true);
+  CHECK(hot.verdict == Verdict::inconclusive);
+  CHECK(hot.reason.find("l2_cold") != std::string::npos);
+  const auto untimed = judged(true, false);
+  CHECK(untimed.verdict == Verdict::inconclusive);
+  CHECK(untimed.reason.find("every_stage_has_kernels") != std::string::npos);
 }
 
 TEST_CASE("each stage's floor reads what that stage must read") {

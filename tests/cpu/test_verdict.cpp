@@ -65,14 +65,14 @@ TEST_CASE("loophole: drop-after-inflight with the queue-ahead missed is INCONCLU
 
 TEST_CASE("loophole: evidence the probe declared but never recorded is unproven") {
   CaseResult c = fabricated("scratch-regrow", "schedule", {{"every_call_matches_reference", true, ""}},
-                            {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken"});
+                            {"regrew", "every_regrow_under_pending_call", "every_freed_block_taken_by_other_stream"});
   c.prove("regrew", true);
   c.evidence["every_regrow_under_pending_call"] = 5;  // a count, not a proof: not `true`
   c.conclude("ok");
   CHECK(c.verdict == Verdict::inconclusive);
   const auto missing = moe::report::unproven_evidence(c);
-  CHECK(missing == std::vector<std::string>{"every_regrow_under_pending_call", "every_freed_block_taken"});
-  CHECK(contains(c.reason, "no evidence recorded"));  // every_freed_block_taken
+  CHECK(missing == std::vector<std::string>{"every_regrow_under_pending_call", "every_freed_block_taken_by_other_stream"});
+  CHECK(contains(c.reason, "no evidence recorded"));  // every_freed_block_taken_by_other_stream
 }
 
 TEST_CASE("loophole: two-engine with one engine, or reuse of the expert buffers, is not a PASS") {

@@ -61,6 +61,10 @@ void check_cases(const std::vector<report::CaseResult>& cases) {
       continue;
     }
     CHECK(c.verdict == report::Verdict::pass);
+    // Measured, not assumed: every sample flushed, every stage ran a kernel in every sample.
+    CHECK(c.evidence.at("l2_cold") == true);
+    CHECK(c.evidence.at("every_stage_has_kernels") == true);
+    CHECK(c.evidence.at("stages_without_kernels").empty());
     for (const char* stage : {"route", "gate_up", "down", "combine"}) {
       CAPTURE(stage);
       const std::string s = stage;

@@ -114,9 +114,14 @@ TEST_CASE("expert-residency passes on the engine as built") {
   for (const auto& [name, passed] : p.checks) CHECK_MESSAGE(passed, name);
   for (const char* name : {"all_resident_matches_reference", "transition_refused_during_capture",
                            "transition_refused_under_live_graph", "fault_rolls_back", "planned_output_identical",
-                           "all_cold_output_identical"})
+                           "all_cold_output_identical", "tables_match_placement"})
     CHECK_MESSAGE(p.checks.count(name) == 1, name);
   const auto& c = p.report.at("cases").at(0);
+  // Measured from the tables read back, not taken from the plan; every freed expert block poisoned.
+  CHECK(c.at("evidence").at("experts_moved_by_plan").at("measured_from_tables").get<int>() ==
+        c.at("evidence").at("plan").at("cold").get<int>());
+  CHECK(c.at("evidence").at("transitions").at("stale_table_entries").get<int>() == 0);
+  CHECK(c.at("evidence").at("transitions").at("freed_device_blocks_poisoned").get<int>() > 0);
   CHECK(c.at("verdict") == "PASS");
   CHECK(c.at("metrics").at("device_bytes_saved").at("value").get<double>() > 0);
   CHECK(c.at("evidence").at("plan").at("cold").get<int>() > 0);
@@ -128,7 +133,8 @@ TEST_CASE("expert-residency fails under each of its mutations, on the check the 
   moe::test::test_device();
   expect_caught("expert-residency",
                 {{"residency-under-live-graph", "transition_refused_under_live_graph"},
-                 {"residency-no-rollback", "fault_rolls_back"}},
+                 {"residency-no-rollback", "fault_rolls_back"},
+                 {"residency-stale-column", "tables_match_placement"}},
                 "--m 4");
 }
 
@@ -141,4 +147,17 @@ TEST_CASE("a device budget larger than the device is refused in one line, exit 2
   CHECK(r.exit_code == 2);
   CHECK(out.find("--device-budget 1000000000000000 is larger than the device") != std::string::npos);
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+}
+
+TEST_CASE("expert-residency: a table column left stale reads the poisoned block it names") {
+  moe::test::test_device();
+  const ProbeRun p = run_probe("expert-residency", "residency-stale-column", "--m 4");
+  CAPTURE(verdicts(p));
+  CHECK(p.exit_code == 1);
+  for (const char* name : {"tables_match_placement", "planned_output_identical"}) {
+    REQUIRE_MESSAGE(p.checks.count(name) == 1, name);
+    CHECK_FALSE_MESSAGE(p.checks.at(name), name);
+  }
+  const auto& c = p.report.at("cases").at(0);
+  CHECK(c.at("evidence").at("transitions").at("stale_table_entries").get<int>() > 0);
 }

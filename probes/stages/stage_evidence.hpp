@@ -1,0 +1,33 @@
+#pragma once
+// What a stage breakdown must show before its figures stand (probe stages, evidence
+// `l2_cold` and `every_stage_has_kernels`), as host functions over the samples, so the CPU
+// tests check them on fabricated kernel records:
+//  * every sample followed an L2 flush: a stage's floor is its bytes over the read ceiling,
+//    which holds for bytes from memory, not from a warm L2;
+//  * each of the four stages ran at least one kernel in every sample: a stage with none would
+//    read 0 us (not fast: untimed), and its share of the critical path would go to the others.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "probes/stages/stage_breakdown.hpp"
+
+namespace moe {
+
+struct StageEvidence {
+  bool l2_cold = false;
+  std::string l2_detail;  // "3 of 5 samples followed an L2 flush (run with --l2 cold)"
+  bool every_stage_has_kernels = false;
+  std::vector<kernels::Stage> stages_without_kernels;  // of route, gate_up, down, combine
+  std::string kernels_detail;  // "no combine kernel in 2 of 5 samples", or what every stage ran
+};
+
+// `samples`: one breakdown per timed sample; `l2_flushes`: the flushes the sampler did for
+// them (absent counts as none: the figure is taken from what the sampler did, not what was
+// asked).
+StageEvidence stage_evidence(const std::vector<StageSample>& samples, std::size_t l2_flushes);
+
+// Whether `stage` is one of the four a layer's forward must run (`other` is not).
+bool timed_stage(kernels::Stage stage);
+
+}  // namespace moe
