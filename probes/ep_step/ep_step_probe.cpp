@@ -6,10 +6,14 @@
 // default eager and graph) captures the steady step once and replays it: the step's GPU time
 // and the launch's host time per rank, and the output of a replay on input the capture never
 // saw checked the same way. The exchanges (--exchange): alltoall (where the loaded NCCL has it)
-// and sendrecv by default; lsa, NCCL's device API, only when named.
+// and sendrecv by default; lsa, NCCL's device API, only when named. Before any of that, each
+// layer's exchange is checked on rank-coded rows (exact receive counts per source and expert,
+// every row its source's, bitwise repeats: probes/ep_common/exchange_checks.hpp), and the
+// ranks meet at a barrier before every timed repetition (engine/ep/rep_barrier.hpp).
 #if MOEBENCH_HAVE_NCCL
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 
 #include "common/cuda_check.hpp"
@@ -23,9 +27,11 @@
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
+#include "engine/ep/rep_barrier.hpp"
 #include "engine/stream.hpp"
 #include "probes/ep_common/bus_bandwidth.hpp"
 #include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_common/exchange_checks.hpp"
 #include "probes/ep_common/link_ceiling.hpp"
 #include "probes/ep_common/planned_work.hpp"
 #include "probes/layer_check.hpp"
@@ -96,6 +102,8 @@ void ep_step_body(ep::EpWorker& w) {
           nlohmann::json mine{{"rank", w.rank()}, {"device", state.device().index}};
           {
             ep::ShardedLayer layer(cfg, map, w.comm(), w.rendezvous(), state.allocator(), stream.handle());
+            // The exchange itself first: exact counts, rank-coded rows, bitwise repeats.
+            mine.update(ep::run_exchange_checks(layer, w.rendezvous()).to_json());
             layer.generate_input(w.rank() * m);
             layer.enqueue_step(false);
             layer.finish("the checked step");
@@ -113,7 +121,11 @@ void ep_step_body(ep::EpWorker& w) {
             }
             std::vector<double> route, dispatch, compute, combine, step, host;
             CudaEvent start, stop;
+            const std::string loop = shape.name + " m=" + std::to_string(m) + " " +
+                                     std::string(ep::to_string(kind)) + " " + mode;
             for (int i = 0; i < ep::kEpStepReps; ++i) {
+              // Every rank enqueues the rep together: its times are not its peers' launch lag.
+              ep::rep_barrier(w.rendezvous(), loop, i);
               if (graph) {
                 start.record(stream.handle());
                 const auto t0 = std::chrono::steady_clock::now();
@@ -182,6 +194,22 @@ void ep_step_body(ep::EpWorker& w) {
           }
           c.checks.push_back({"output_matches_reference", ok, detail});
           c.prove("outputs_checked", ok, "an output did not match the reference");
+          // The exchange's own checks, per rank (probes/ep_common/exchange_checks.hpp).
+          bool exchange_ok = true;
+          for (const char* name : {"receive_counts_exact", "payload_rank_coded", "bitwise_repeatable"}) {
+            bool all = true;
+            std::string why;
+            for (const auto& r : ranks) {
+              const bool mine_ok = r[name].get<bool>();
+              all = all && mine_ok;
+              if (!mine_ok)
+                why += (why.empty() ? "" : "; ") +
+                       ("rank " + std::to_string(r["rank"].get<int>()) + ": " + r["exchange_check"].get<std::string>());
+            }
+            c.checks.push_back({name, all, all ? "every rank" : why});
+            exchange_ok = exchange_ok && all;
+          }
+          ok = ok && exchange_ok;
           // A graph's parts are not timed apart: the step's GPU time and the launch's host time.
           if (ok && graph)
             ep::add_rank_summary(c, ranks, {{"step_us", "us"}, {"host_enqueue_us", "us"}, {"wire_bytes", "bytes"}});
