@@ -12,14 +12,6 @@
 
 namespace moe::ep {
 
-nlohmann::json ExchangeChecks::to_json() const {
-  return {{"receive_counts_exact", counts_exact},
-          {"payload_rank_coded", payload_intact},
-          {"bitwise_repeatable", repeatable},
-          {"rows_received", rows_received},
-          {"exchange_check", detail}};
-}
-
 ExchangeChecks run_exchange_checks(ShardedLayer& layer, Rendezvous& rendezvous) {
   const WireLayout& wire = layer.wire();
   const int rank = rendezvous.rank();

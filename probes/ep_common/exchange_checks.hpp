@@ -7,25 +7,11 @@
 // its receive buffer and its output must be the first run's bit for bit
 // (engine/ep/wire_digest.hpp). Collective: every rank calls it at the same point of its loop.
 // The layer's input is left rank-coded: set the next input after it.
-#include <string>
-
-#include <nlohmann/json.hpp>
-
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rendezvous.hpp"
+#include "probes/ep_common/exchange_verdict.hpp"
 
 namespace moe::ep {
-
-struct ExchangeChecks {
-  bool counts_exact = false;
-  bool payload_intact = false;
-  bool repeatable = false;
-  int rows_received = 0;
-  std::string detail;  // what failed, or what was checked
-
-  bool passed() const { return counts_exact && payload_intact && repeatable; }
-  nlohmann::json to_json() const;
-};
 
 ExchangeChecks run_exchange_checks(ShardedLayer& layer, Rendezvous& rendezvous);
 

@@ -13,7 +13,6 @@
 #if MOEBENCH_HAVE_NCCL
 #include <algorithm>
 #include <chrono>
-#include <initializer_list>
 #include <memory>
 
 #include "common/cuda_check.hpp"
@@ -196,18 +195,9 @@ void ep_step_body(ep::EpWorker& w) {
           c.prove("outputs_checked", ok, "an output did not match the reference");
           // The exchange's own checks, per rank (probes/ep_common/exchange_checks.hpp).
           bool exchange_ok = true;
-          for (const char* name : {"receive_counts_exact", "payload_rank_coded", "bitwise_repeatable"}) {
-            bool all = true;
-            std::string why;
-            for (const auto& r : ranks) {
-              const bool mine_ok = r[name].get<bool>();
-              all = all && mine_ok;
-              if (!mine_ok)
-                why += (why.empty() ? "" : "; ") +
-                       ("rank " + std::to_string(r["rank"].get<int>()) + ": " + r["exchange_check"].get<std::string>());
-            }
-            c.checks.push_back({name, all, all ? "every rank" : why});
-            exchange_ok = exchange_ok && all;
+          for (report::Check& check : ep::exchange_checks_over_ranks(ranks)) {
+            exchange_ok = exchange_ok && check.passed;
+            c.checks.push_back(std::move(check));
           }
           ok = ok && exchange_ok;
           // A graph's parts are not timed apart: the step's GPU time and the launch's host time.
