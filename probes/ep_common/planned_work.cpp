@@ -28,8 +28,9 @@ WorkerPlan ep_step_plan(const std::vector<kernels::MoeDims>& shapes, const std::
                         int exchanges, int modes, int ranks) {
   WorkerPlan plan;
   plan.cases.push_back(link_case(kEpStepCeilingBytes, kEpStepCeilingReps));
-  // Checked, warm-up and timed steps; graph mode adds the capture and the checked replay.
-  const int steps = 1 + kEpStepWarmup + kEpStepReps + 2;
+  // Exchange checks, checked, warm-up and timed steps; graph mode adds the capture and the
+  // checked replay.
+  const int steps = kEpStepExchangeCheckSteps + 1 + kEpStepWarmup + kEpStepReps + 2;
   for (const kernels::MoeDims& dims : shapes)
     for (int m : ms)
       for (int i = 0; i < exchanges * modes; ++i)

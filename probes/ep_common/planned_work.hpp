@@ -20,7 +20,9 @@ PlannedCase sharded_layer_case(const kernels::MoeDims& dims, int m, int ranks, i
 PlannedCase link_case(std::size_t bytes, int reps);
 
 // Probe ep-step's sweep: the alltoall ceiling, then per shape, tokens per rank, exchange and
-// mode one layer with its checked, warm-up and timed steps.
+// mode one layer with its exchange checks (a rank-coded step and its repeat), checked, warm-up
+// and timed steps.
+inline constexpr int kEpStepExchangeCheckSteps = 2;
 inline constexpr int kEpStepWarmup = 3;
 inline constexpr int kEpStepReps = 20;
 inline constexpr std::size_t kEpStepCeilingBytes = std::size_t{256} << 20;

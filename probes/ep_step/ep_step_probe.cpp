@@ -6,10 +6,14 @@
 // default eager and graph) captures the steady step once and replays it: the step's GPU time
 // and the launch's host time per rank, and the output of a replay on input the capture never
 // saw checked the same way. The exchanges (--exchange): alltoall (where the loaded NCCL has it)
-// and sendrecv by default; lsa, NCCL's device API, only when named.
+// and sendrecv by default; lsa, NCCL's device API, only when named. Before any of that, each
+// layer's exchange is checked on rank-coded rows (exact receive counts per source and expert,
+// every row its source's, bitwise repeats: probes/ep_common/exchange_checks.hpp), and the
+// ranks meet at a barrier before every timed repetition (engine/ep/rep_barrier.hpp).
 #if MOEBENCH_HAVE_NCCL
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 
 #include "common/cuda_check.hpp"
@@ -23,11 +27,14 @@
 #include "engine/ep/nccl/nccl_library.hpp"
 #include "engine/ep/nccl/sharded_layer.hpp"
 #include "engine/ep/rank_output_check.hpp"
+#include "engine/ep/rep_barrier.hpp"
 #include "engine/stream.hpp"
 #include "probes/ep_common/bus_bandwidth.hpp"
 #include "probes/ep_common/ep_worker.hpp"
+#include "probes/ep_common/exchange_checks.hpp"
 #include "probes/ep_common/link_ceiling.hpp"
 #include "probes/ep_common/planned_work.hpp"
+#include "probes/ep_common/step_kernel_times.hpp"
 #include "probes/layer_check.hpp"
 #include "probes/moe_defaults.hpp"
 
@@ -75,6 +82,14 @@ void ep_step_body(ep::EpWorker& w) {
     if (const std::string problem = ep::lsa_library_problem(ep::nccl()); !problem.empty())
       throw EnvironmentError("ep-step: exchange lsa: " + problem);
   Stream stream(Stream::SyncPolicy::eager);
+  // CUPTI kernel times beside the event times, per rank and repetition. CUPTI takes one
+  // subscriber a process (Nsight, compute-sanitizer): without it the events alone are reported.
+  std::unique_ptr<measure::KernelActivity> activity;
+  try {
+    activity = std::make_unique<measure::KernelActivity>();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "moebench: rank %d: kernel timing off: %s\n", w.rank(), e.what());
+  }
   // The ceiling first, on the same communicator: what the exchanges are measured against.
   const ep::LinkSample ceiling =
       ep::measure_alltoall(w.comm(), state.allocator(), ep::kEpStepCeilingBytes, ep::kEpStepCeilingReps,
@@ -96,6 +111,8 @@ void ep_step_body(ep::EpWorker& w) {
           nlohmann::json mine{{"rank", w.rank()}, {"device", state.device().index}};
           {
             ep::ShardedLayer layer(cfg, map, w.comm(), w.rendezvous(), state.allocator(), stream.handle());
+            // The exchange itself first: exact counts, rank-coded rows, bitwise repeats.
+            mine.update(ep::run_exchange_checks(layer, w.rendezvous()).to_json());
             layer.generate_input(w.rank() * m);
             layer.enqueue_step(false);
             layer.finish("the checked step");
@@ -112,8 +129,22 @@ void ep_step_body(ep::EpWorker& w) {
               mine["graph_nodes"] = captured->nodes();
             }
             std::vector<double> route, dispatch, compute, combine, step, host;
+            std::vector<double> kernel_busy, exchange_kernel, other_kernel;  // CUPTI, per rep
             CudaEvent start, stop;
+            const std::string loop = shape.name + " m=" + std::to_string(m) + " " +
+                                     std::string(ep::to_string(kind)) + " " + mode;
             for (int i = 0; i < ep::kEpStepReps; ++i) {
+              // Every rank enqueues the rep together: its times are not its peers' launch lag.
+              ep::rep_barrier(w.rendezvous(), loop, i);
+              // The stream is idle here (the last rep finished): the window holds this rep only.
+              if (activity) activity->begin_window(true);
+              auto kernel_times = [&] {
+                if (!activity) return;
+                const ep::StepKernelTimes k = ep::step_kernel_times(activity->end_window().records);
+                kernel_busy.push_back(k.busy_us);
+                exchange_kernel.push_back(k.exchange_busy_us);
+                other_kernel.push_back(k.other_busy_us);
+              };
               if (graph) {
                 start.record(stream.handle());
                 const auto t0 = std::chrono::steady_clock::now();
@@ -121,6 +152,7 @@ void ep_step_body(ep::EpWorker& w) {
                 host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
                 stop.record(stream.handle());
                 layer.finish("a replayed step");
+                kernel_times();
                 step.push_back(1000.0 * stop.elapsed_ms_since(start));
                 continue;
               }
@@ -128,6 +160,7 @@ void ep_step_body(ep::EpWorker& w) {
               layer.enqueue_step(true);
               host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
               const ep::StepTimes t = layer.finish("a timed step");
+              kernel_times();
               route.push_back(t.route_us);
               dispatch.push_back(t.dispatch_us);
               compute.push_back(t.compute_us);
@@ -164,6 +197,11 @@ void ep_step_body(ep::EpWorker& w) {
                 mine["share_of_ceiling"] = ep::share_of_ceiling(bus_gbps, ceiling.bus_gbps);
               }
               mine["step_us"] = median(step);
+              if (!kernel_busy.empty()) {
+                mine["kernel_busy_us"] = median(kernel_busy);
+                mine["exchange_kernel_us"] = median(exchange_kernel);
+                mine["other_kernel_us"] = median(other_kernel);
+              }
               mine["host_enqueue_us"] = median(host);
               mine["wire_bytes"] = layer.wire_bytes_sent();
               mine["exchanged_bytes"] = layer.exchanged_bytes();
@@ -182,12 +220,23 @@ void ep_step_body(ep::EpWorker& w) {
           }
           c.checks.push_back({"output_matches_reference", ok, detail});
           c.prove("outputs_checked", ok, "an output did not match the reference");
+          // The exchange's own checks, per rank (probes/ep_common/exchange_checks.hpp).
+          bool exchange_ok = true;
+          for (report::Check& check : ep::exchange_checks_over_ranks(ranks)) {
+            exchange_ok = exchange_ok && check.passed;
+            c.checks.push_back(std::move(check));
+          }
+          ok = ok && exchange_ok;
           // A graph's parts are not timed apart: the step's GPU time and the launch's host time.
           if (ok && graph)
-            ep::add_rank_summary(c, ranks, {{"step_us", "us"}, {"host_enqueue_us", "us"}, {"wire_bytes", "bytes"}});
+            ep::add_rank_summary(c, ranks, {{"step_us", "us"}, {"host_enqueue_us", "us"}, {"wire_bytes", "bytes"},
+                                            {"kernel_busy_us", "us"}, {"exchange_kernel_us", "us"},
+                                            {"other_kernel_us", "us"}});
           else if (ok)
             ep::add_rank_summary(c, ranks, {{"route_us", "us"}, {"dispatch_us", "us"}, {"compute_us", "us"},
                                             {"combine_us", "us"}, {"step_us", "us"}, {"host_enqueue_us", "us"},
+                                            {"kernel_busy_us", "us"}, {"exchange_kernel_us", "us"},
+                                            {"other_kernel_us", "us"},
                                             {"wire_bytes", "bytes"}, {"exchange_gbps", "GB/s"},
                                             {"exchange_bus_gbps", "GB/s"}, {"share_of_ceiling", "ratio"}});
           else

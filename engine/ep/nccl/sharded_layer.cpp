@@ -151,6 +151,18 @@ void ShardedLayer::generate_input(int first_token) {
   comm_.wait(stream_, "uploading the input");
 }
 
+void ShardedLayer::set_input(const std::vector<float>& rows) {
+  const std::size_t n = static_cast<std::size_t>(config_.m) * config_.dims.hidden;
+  if (rows.size() != n)
+    throw UsageError("sharded layer: " + std::to_string(rows.size()) + " input values, the layer holds " +
+                     std::to_string(n) + " (" + std::to_string(config_.m) + " tokens of " +
+                     std::to_string(config_.dims.hidden) + ")");
+  std::vector<std::uint16_t> host(n);
+  for (std::size_t i = 0; i < n; ++i) host[i] = kernels::float_to_bf16_bits(rows[i]);
+  MOE_CUDA_CHECK(cudaMemcpyAsync(x_.data(), host.data(), host.size() * 2, cudaMemcpyHostToDevice, stream_));
+  comm_.wait(stream_, "uploading the input");
+}
+
 void ShardedLayer::enqueue_step(bool timed, int active) {
   const kernels::MoeDims& d = config_.dims;
   if (active < 0 || active > config_.m)
@@ -295,6 +307,18 @@ std::vector<float> ShardedLayer::output_host() {
 }
 std::vector<float> ShardedLayer::input_host() {
   return bf16_to_host(x_, static_cast<std::size_t>(config_.m) * config_.dims.hidden);
+}
+
+std::vector<unsigned char> ShardedLayer::dispatch_sent_host() {
+  std::vector<unsigned char> host(wire_.dispatch_bytes());
+  MOE_CUDA_CHECK(cudaMemcpy(host.data(), send_.data(), host.size(), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+std::vector<unsigned char> ShardedLayer::dispatch_received_host() {
+  std::vector<unsigned char> host(wire_.dispatch_bytes());
+  MOE_CUDA_CHECK(cudaMemcpy(host.data(), recv_.data(), host.size(), cudaMemcpyDeviceToHost));
+  return host;
 }
 
 std::vector<const void*> ShardedLayer::receive_buffers() const {

@@ -60,6 +60,9 @@ class ShardedLayer {
 
   // Writes this rank's tokens [m, H] bf16 (generated input rows first_token .. + m - 1).
   void generate_input(int first_token);
+  // Writes this rank's tokens from the host, [m, H] floats rounded to bf16 (the rank-coded
+  // rows of engine/ep/rank_coded_payload.hpp, say).
+  void set_input(const std::vector<float>& rows);
   // Enqueues one step over the first `active` tokens (0: all m; at most m); with `timed`,
   // events around each part (read with finish()).
   void enqueue_step(bool timed = false, int active = 0);
@@ -71,6 +74,10 @@ class ShardedLayer {
   std::vector<float> input_host();   // [m, H] as floats
   // The step's output [m, H] bf16 on the device (for a copy queued behind a step).
   const void* output_device() const { return out_.data(); }
+  // Host copies of the last finished step's dispatch send and receive buffers
+  // (wire().dispatch_bytes() each), for the exchange checks (engine/ep/receive_counts.hpp).
+  std::vector<unsigned char> dispatch_sent_host();
+  std::vector<unsigned char> dispatch_received_host();
   // The device addresses of the dispatch and combine receive buffers.
   std::vector<const void*> receive_buffers() const;
   const WireLayout& wire() const { return wire_; }
