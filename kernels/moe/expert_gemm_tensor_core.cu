@@ -14,6 +14,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/moe/cp_async.cuh"
 #include "kernels/moe/device_math.cuh"
+#include "kernels/moe/expert_gemm_operands.hpp"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/launch.cuh"
@@ -57,18 +58,9 @@ struct TcSmem {
   static constexpr int kBytes = kMain > kC ? kMain : kC;
 };
 
-struct TcParams {
-  const void* const* weights;
-  const void* const* scales;
-  const __nv_bfloat16* input;  // gate_up: x [m, H]; down: h [pairs, I]
-  int k_len, out_rows, slots;
-  int m, pairs, total_experts;  // bounds of the indices read from scratch
-  const int* offsets;
+struct TcParams : ExpertGemmOperands {
   const int* num_tiles;
   const int2* tiles;
-  const int* sorted_pairs;
-  __nv_bfloat16* h_out;
-  float* down_out;
 };
 
 template <WeightFormat F, bool kGateUp>
@@ -310,32 +302,15 @@ void launch_tc_format(const TcParams& p, dim3 grid, cudaStream_t stream) {
 
 template <bool kGateUp>
 void launch_tc(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  const MoeDims& d = a.dims;
   TcParams p{};
-  void* s = a.scratch;
-  p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
-  p.scales = kGateUp ? a.experts.gate_up_scales : a.experts.down_scales;
-  // scale_input (Llama-4): gate_up reads each pair's own input row (x_pairs, written by the
-  // route), pair index = row, so a pair is its own "token": slots 1, m = pairs.
-  const bool pair_rows = kGateUp && d.scale_input;
-  p.input = pair_rows ? l.at<__nv_bfloat16>(s, l.x_pairs) : kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
-  p.k_len = kGateUp ? d.hidden : d.inter;
-  p.out_rows = kGateUp ? d.inter : d.hidden;
-  p.slots = pair_rows ? 1 : l.slots;
-  p.m = pair_rows ? l.pairs : a.m;
-  p.pairs = l.pairs;
-  p.total_experts = d.total_experts();
-  p.offsets = l.at<int>(s, l.expert_offsets);
-  p.num_tiles = l.at<int>(s, l.num_tiles);
-  p.tiles = l.at<int2>(s, l.tiles);
-  p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
-  p.h_out = l.at<__nv_bfloat16>(s, l.h);
-  p.down_out = l.at<float>(s, l.down_out);
+  static_cast<ExpertGemmOperands&>(p) = expert_gemm_operands(a, l, kGateUp);
+  p.num_tiles = l.at<int>(a.scratch, l.num_tiles);
+  p.tiles = l.at<int2>(a.scratch, l.tiles);
   const int cols = kGateUp ? kBN / 2 : kBN;
   const dim3 grid(l.max_tiles, (p.out_rows + cols - 1) / cols);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "tensor-core gemm: " + std::to_string(grid.y) + " column tiles");
-  if (d.format == WeightFormat::bf16)
+  if (a.dims.format == WeightFormat::bf16)
     launch_tc_format<WeightFormat::bf16, kGateUp>(p, grid, stream);
   else
     launch_tc_format<WeightFormat::int4, kGateUp>(p, grid, stream);

@@ -20,6 +20,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/moe/cp_async.cuh"
 #include "kernels/moe/device_math.cuh"
+#include "kernels/moe/expert_gemm_operands.hpp"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/launch.cuh"
@@ -61,18 +62,6 @@ struct WgmmaConfig {
   }
 };
 
-struct WgmmaParams {
-  const void* const* weights;  // per expert [rows, K]; gate_up's rows are gate then up
-  const void* const* scales;   // int4: per expert bf16 [rows, groups]
-  const __nv_bfloat16* input;  // gate_up: x [m, H] (or x_pairs); down: h [pairs, I]
-  int k_len, out_rows, slots;
-  int m, pairs, total_experts;  // bounds of the indices read from scratch
-  const int* offsets;           // [E + S + 1], the route's grouping
-  const int* sorted_pairs;
-  __nv_bfloat16* h_out;
-  float* down_out;
-};
-
 __device__ __forceinline__ void fence_async_shared() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // cp.async writes through the generic proxy, wgmma reads through the async one.
@@ -81,7 +70,7 @@ __device__ __forceinline__ void fence_async_shared() {
 }
 
 template <WeightFormat F, int kBN, bool kGateUp>
-__global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaParams p) {
+__global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGemmOperands p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<F, kBN>;
   constexpr int kStages = C::kStages;
@@ -160,17 +149,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
       const unsigned char* b_src[kBCopies];
 #pragma unroll
       for (int j = 0; j < kBCopies; ++j) {
-        const int nn = b_row0 + kBRowsPerPass * j;
-        int col, row;
-        if (kGateUp) {
-          col = w.col_tile * (kBN / 2) + nn % (kBN / 2);
-          row = nn < kBN / 2 ? col : p.out_rows + col;
-        } else {
-          col = row = w.col_tile * kBN + nn;
-        }
+        const int row = wt::tile_weight_row(b_row0 + kBRowsPerPass * j, w.col_tile, kBN, p.out_rows, kGateUp);
         const std::size_t row_bytes = C::kInt4 ? static_cast<std::size_t>(K) / 2 : static_cast<std::size_t>(K) * 2;
-        b_src[j] = col < p.out_rows ? static_cast<const unsigned char*>(p.weights[w.expert]) + row * row_bytes + b_chunk * 16
-                                    : nullptr;
+        b_src[j] = row >= 0 ? static_cast<const unsigned char*>(p.weights[w.expert]) + row * row_bytes + b_chunk * 16
+                            : nullptr;
       }
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = static_cast<int>(it % kStages);
@@ -232,15 +214,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(WgmmaPar
     if constexpr (C::kInt4) {
 #pragma unroll
       for (int j = 0; j < kDequantRows; ++j) {
-        const int nn = (tid - 128) / 2 + 128 * j;
-        int col, row;
-        if (kGateUp) {
-          col = w.col_tile * (kBN / 2) + nn % (kBN / 2);
-          row = nn < kBN / 2 ? col : p.out_rows + col;
-        } else {
-          col = row = w.col_tile * kBN + nn;
-        }
-        scale_row[j] = col < p.out_rows
+        const int row = wt::tile_weight_row((tid - 128) / 2 + 128 * j, w.col_tile, kBN, p.out_rows, kGateUp);
+        scale_row[j] = row >= 0
                            ? static_cast<const std::uint16_t*>(p.scales[w.expert]) + static_cast<std::size_t>(row) * groups
                            : nullptr;
         scale_now[j] = scale_row[j] ? __bfloat162float(__ushort_as_bfloat16(__ldg(scale_row[j]))) : 0.f;
@@ -350,24 +325,7 @@ void configure_wgmma_kernel(int experts) {
 
 template <WeightFormat F, bool kGateUp>
 void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  const MoeDims& d = a.dims;
-  WgmmaParams p{};
-  void* s = a.scratch;
-  p.weights = kGateUp ? a.experts.gate_up : a.experts.down;
-  p.scales = kGateUp ? a.experts.gate_up_scales : a.experts.down_scales;
-  // scale_input (Llama-4): gate_up reads each pair's own input row, as the wmma tiles do.
-  const bool pair_rows = kGateUp && d.scale_input;
-  p.input = pair_rows ? l.at<__nv_bfloat16>(s, l.x_pairs) : kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
-  p.k_len = kGateUp ? d.hidden : d.inter;
-  p.out_rows = kGateUp ? d.inter : d.hidden;
-  p.slots = pair_rows ? 1 : l.slots;
-  p.m = pair_rows ? l.pairs : a.m;
-  p.pairs = l.pairs;
-  p.total_experts = d.total_experts();
-  p.offsets = l.at<int>(s, l.expert_offsets);
-  p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
-  p.h_out = l.at<__nv_bfloat16>(s, l.h);
-  p.down_out = l.at<float>(s, l.down_out);
+  const ExpertGemmOperands p = expert_gemm_operands(a, l, kGateUp);
   const int smem = WgmmaConfig<F, kTileCols>::bytes(p.total_experts);
   // The attribute is set at every launch (cheap, host-only): the table's size follows E.
   configure_wgmma_kernel<F, kGateUp>(p.total_experts);

@@ -75,6 +75,20 @@ MOE_HD AccumulatorPosition accumulator_position(int thread, int reg) {
   return {16 * warp + lane / 4 + 8 * (j / 2), 8 * i + 2 * (lane % 4) + (j % 2)};
 }
 
+// The weight row behind row `nn` (0..tile_cols-1) of a tile's weight operand in column tile
+// `col_tile`, or -1 past the matrix: gate_up's tile takes tile_cols / 2 gate rows and the
+// matching up rows (out_rows = I further on), so a column's gate and up outputs share a thread;
+// down's takes tile_cols rows.
+MOE_HD int tile_weight_row(int nn, int col_tile, int tile_cols, int out_rows, bool gate_up) {
+  if (gate_up) {
+    const int col = col_tile * (tile_cols / 2) + nn % (tile_cols / 2);
+    if (col >= out_rows) return -1;
+    return nn < tile_cols / 2 ? col : out_rows + col;
+  }
+  const int row = col_tile * tile_cols + nn;
+  return row < out_rows ? row : -1;
+}
+
 // The tiles of a layer's expert GEMM: every expert's pairs cut into row tiles of `tile_rows`,
 // times `col_tiles` column tiles. Tile n is column tile n / row_tiles and row tile
 // n % row_tiles, so the blocks that run at once share a column tile (one slice of each

@@ -2,8 +2,8 @@
 // expert_gemm_wgmma.cu runs): the copier's swizzled writes read back through the consumers'
 // descriptors, one warp group emulated computing a gate_up (SwiGLU) tile from a ring stage as
 // the copier fills it against the plain float64 product, the int4 consumers' dequantisation read
-// back through the descriptors, and the persistent tile walk covering every pair of every
-// column tile exactly once.
+// back through the descriptors, the weight rows behind a tile, and the persistent tile walk
+// covering every pair of every column tile exactly once.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -229,4 +229,25 @@ TEST_CASE("int4: the consumers' dequantisation of a stage's packed rows reads ba
     }
     CHECK_MESSAGE(bad == 0, "K block ", kb);
   }
+}
+
+TEST_CASE("a tile's weight rows: every gate and up row (gate_up) or row (down) once over the column tiles, gate and up paired") {
+  for (int tile_cols : {128, 256})
+    for (int out_rows : {64, 96, 160, 1408, 2880}) {
+      CAPTURE(tile_cols);
+      CAPTURE(out_rows);
+      std::vector<int> gate_up_hits(2 * out_rows, 0), down_hits(out_rows, 0);
+      for (int ct = 0; ct * (tile_cols / 2) < out_rows; ++ct)
+        for (int nn = 0; nn < tile_cols; ++nn) {
+          const int row = wt::tile_weight_row(nn, ct, tile_cols, out_rows, true);
+          if (row < 0) continue;
+          ++gate_up_hits.at(row);
+          if (nn < tile_cols / 2) CHECK(wt::tile_weight_row(nn + tile_cols / 2, ct, tile_cols, out_rows, true) == row + out_rows);
+        }
+      for (int ct = 0; ct * tile_cols < out_rows; ++ct)
+        for (int nn = 0; nn < tile_cols; ++nn)
+          if (const int row = wt::tile_weight_row(nn, ct, tile_cols, out_rows, false); row >= 0) ++down_hits.at(row);
+      for (int h : gate_up_hits) REQUIRE(h == 1);
+      for (int h : down_hits) REQUIRE(h == 1);
+    }
 }
