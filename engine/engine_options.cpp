@@ -105,7 +105,7 @@ const std::vector<EngineSwitch>& switch_table() {
        "layout (mma); the streaming family at every M, sm_90+, int4 in the fragment layout (stream)"},
       {"tiles", "MOE_TILES", "auto", {"auto", "wmma", "wgmma"},
        "tensor-core path's tiles: 64x64 wmma tiles (auto); those (wmma); persistent warp-group MMA tiles, "
-       "sm_90a and bf16, int4 keeps wmma (wgmma)"},
+       "sm_90a, both formats (wgmma)"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };

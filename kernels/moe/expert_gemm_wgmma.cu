@@ -1,4 +1,4 @@
-// Stages 2 and 3 for large M on Hopper (sm_90a, bf16): a persistent, warp-specialised grouped
+// Stages 2 and 3 for large M on Hopper (sm_90a, bf16 and int4): a persistent, warp-specialised grouped
 // GEMM on warp-group MMAs (ForwardOptions::tiles, TensorCoreTiles::wgmma).
 //
 // One block an SM, three warp groups: the first copies, the other two multiply. A tile is 128
@@ -11,7 +11,8 @@
 // release it as soon as those have read it. gate_up's kBN columns are kBN/2 gate rows and the
 // kBN/2 matching up rows, so each thread holds both halves of its SwiGLU outputs and writes h
 // from registers; down writes its fp32 rows from registers. The copier moves on to the next
-// tile while the consumers write, so a tile's epilogue hides under the next tile's loads.
+// tile while the consumers write, so a tile's epilogue hides under the next tile's loads. int4
+// stages carry packed codes, which the consumers dequantise into a bf16 tile before the MMAs.
 #include <cuda_bf16.h>
 
 #include <algorithm>

@@ -44,8 +44,8 @@ constexpr const char* to_string(GemmFamily g) {
 
 // Which kernel runs the tensor-core path's tiles (the legacy family above the decode sizes):
 // wmma, the 64 x 64 tiles of expert_gemm_tensor_core.cu (sm_80+, both formats); wgmma, the
-// persistent warp-group-MMA tiles of expert_gemm_wgmma.cu (sm_90a, bf16; int4 keeps the wmma
-// tiles). automatic: wmma, until an A/B on the GPU says where wgmma wins.
+// persistent warp-group-MMA tiles of expert_gemm_wgmma.cu (sm_90a, both formats; elsewhere the
+// wmma tiles run). automatic: wmma, until an A/B on the GPU says where wgmma wins.
 enum class TensorCoreTiles : int { automatic, wmma, wgmma };
 
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows

@@ -31,7 +31,7 @@ void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout
                                  cudaStream_t stream);
 void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                               cudaStream_t stream);
-// The tensor-core path on warp-group MMAs (ForwardOptions::tiles = wgmma): bf16 on sm_90a only;
+// The tensor-core path on warp-group MMAs (ForwardOptions::tiles = wgmma): sm_90a only;
 // wgmma_tiles_run says whether a layer of `dims` takes them, else the wmma tiles run.
 bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options);
 void enqueue_gate_up_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
