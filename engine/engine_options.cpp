@@ -104,8 +104,8 @@ const std::vector<EngineSwitch>& switch_table() {
        "and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment "
        "layout (mma); the streaming family at every M, sm_90+, int4 in the fragment layout (stream)"},
       {"tiles", "MOE_TILES", "auto", {"auto", "wmma", "wgmma"},
-       "tensor-core path's tiles: 64x64 wmma tiles (auto); those (wmma); persistent warp-group MMA tiles, "
-       "sm_90a, both formats (wgmma)"},
+       "tensor-core path's tiles: persistent warp-group MMA tiles on sm_90a from M=1024, else 64x64 wmma "
+       "tiles (auto); the wmma tiles at every M (wmma); the warp-group MMA tiles at every M, sm_90a (wgmma)"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };

@@ -1,5 +1,6 @@
 #include "kernels/moe/forward.hpp"
 
+#include <limits>
 #include <string>
 
 #include "common/cuda_check.hpp"
@@ -179,8 +180,9 @@ void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options)
   if (families.stream) preload_stream_kernels(dims.format);
   if (families.legacy) {
     preload_decode_kernels(dims.format);
-    if (wgmma_tiles_run(dims, options)) preload_wgmma_kernels(dims);
-    else preload_tensor_core_kernels(dims.format);
+    // The wgmma tiles from some M on (automatic: kWgmmaAutoMinTokens), the wmma tiles below.
+    if (wgmma_tiles_run(dims, options, std::numeric_limits<int>::max())) preload_wgmma_kernels(dims);
+    if (!wgmma_tiles_run(dims, options, 1)) preload_tensor_core_kernels(dims.format);
   }
   preload_combine_kernels();
 }
@@ -211,7 +213,7 @@ void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layou
   } else if (path == ForwardPath::decode) {
     enqueue_gate_up_decode(args, layout, stream);
     enqueue_down_decode(args, layout, stream);
-  } else if (wgmma_tiles_run(args.dims, args.options)) {
+  } else if (wgmma_tiles_run(args.dims, args.options, args.m)) {
     enqueue_gate_up_wgmma(args, layout, stream);
     enqueue_down_wgmma(args, layout, stream);
   } else {

@@ -31,9 +31,10 @@ void enqueue_gate_up_tensor_core(const MoeForwardArgs& args, const ScratchLayout
                                  cudaStream_t stream);
 void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& layout,
                               cudaStream_t stream);
-// The tensor-core path on warp-group MMAs (ForwardOptions::tiles = wgmma): sm_90a only;
-// wgmma_tiles_run says whether a layer of `dims` takes them, else the wmma tiles run.
-bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options);
+// The tensor-core path on warp-group MMAs (ForwardOptions::tiles): sm_90a only;
+// wgmma_tiles_run says whether a forward of m tokens of a layer of `dims` takes them, else the
+// wmma tiles run.
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, int m);
 void enqueue_gate_up_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 void enqueue_down_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 

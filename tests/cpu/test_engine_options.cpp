@@ -102,6 +102,27 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.value("route-cluster") == "off");
 }
 
+TEST_CASE("tiles=auto runs the wgmma tiles on sm_90a from M = 1024 and the wmma tiles elsewhere; the names force one") {
+  using moe::kernels::runs_wgmma_tiles;
+  using moe::kernels::TensorCoreTiles;
+  using moe::kernels::WeightFormat;
+  moe::kernels::ForwardOptions o;  // tiles=auto
+  for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) {
+    CAPTURE(static_cast<int>(f));
+    CHECK_FALSE(runs_wgmma_tiles(o, f, 2048, 1408, 1023, 90));
+    CHECK(runs_wgmma_tiles(o, f, 2048, 1408, 1024, 90));
+    CHECK(runs_wgmma_tiles(o, f, 2880, 2880, 16384, 90));
+    for (int sm : {80, 89, 100}) CHECK_FALSE(runs_wgmma_tiles(o, f, 2048, 1408, 4096, sm));  // wgmma is sm_90a's
+  }
+  CHECK(runs_wgmma_tiles(o, WeightFormat::bf16, 96, 168, 4096, 90));        // 8-element chunks
+  CHECK_FALSE(runs_wgmma_tiles(o, WeightFormat::int4, 96, 168, 4096, 90));  // 168 codes: not whole 32-code chunks
+  o.tiles = TensorCoreTiles::wgmma;
+  CHECK(runs_wgmma_tiles(o, WeightFormat::bf16, 2048, 1408, 5, 90));
+  CHECK_FALSE(runs_wgmma_tiles(o, WeightFormat::bf16, 2048, 1408, 5, 80));
+  o.tiles = TensorCoreTiles::wmma;
+  CHECK_FALSE(runs_wgmma_tiles(o, WeightFormat::bf16, 2048, 1408, 4096, 90));
+}
+
 TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 from the decode path's end to 64, on sm_80+") {
   using moe::kernels::GemmFamily;
   using moe::kernels::Int4Decode;

@@ -963,7 +963,7 @@ TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, bot
     for (WeightFormat fmt : moe::test::formats_from_env()) {
       MoeDims d = sh.dims;
       d.format = fmt;
-      REQUIRE(wgmma_tiles_run(d, o));
+      REQUIRE(wgmma_tiles_run(d, o, 1));
       const TestLayer layer(d, case_seed(), st.s, o);
       const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
       double worst = 0;
@@ -974,7 +974,7 @@ TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, bot
           const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
           worst = std::max(worst, s.layer_rel);
         }
-      MESSAGE(sh.name << " " << std::string(to_string(fmt)) << " tiles=wgmma: worst layer rel L2 " << worst);
+      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " tiles=wgmma: worst layer rel L2 " << worst);
     }
 }
 

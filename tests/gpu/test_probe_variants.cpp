@@ -33,7 +33,8 @@ bool check_passed(const json& c, const std::string& name) {
   return k->at("passed").get<bool>();
 }
 
-const json& only_case(const json& report) {
+// A copy: callers bind it to a reference straight from run_probe's temporary report.
+json only_case(const json& report) {
   REQUIRE(report.at("cases").size() == 1);
   return report.at("cases")[0];
 }
@@ -49,6 +50,7 @@ TEST_CASE("FreedBlockHandoff: a freed block goes to the receiver inside the free
   std::vector<const void*> received;
   moe::DeviceBuffer a = lent.allocate(4096);
   const void* a_address = a.data();
+  moe::DeviceBuffer b;  // freed after the receiving scope, so kept, not handed over
   {
     moe::FreedBlockHandoff::Receiving receiving(
         handoff, [&](const moe::DeviceBuffer& block) { received.push_back(block.data()); });
@@ -56,10 +58,11 @@ TEST_CASE("FreedBlockHandoff: a freed block goes to the receiver inside the free
     REQUIRE(received.size() == 1);
     CHECK(received[0] == a_address);
     // The same size asked again at once: a new block, not the one just given away.
-    moe::DeviceBuffer b = lent.allocate(4096);
+    b = lent.allocate(4096);
     CHECK(b.data() != a_address);
   }
   // Outside the scope a freed block is only kept.
+  b.reset();
   moe::DeviceBuffer c = lent.allocate(4096);
   c.reset();
   CHECK(received.size() == 1);
