@@ -18,17 +18,9 @@
 
 using nlohmann::json;
 using moe::test::check_evidence_proven;
+using moe::test::check_passed;
 using moe::test::find_check;
 using moe::test::run_probe;
-
-namespace {
-// Whether case `c`'s check `name` passed; the check must be there.
-bool check_passed(const json& c, const std::string& name) {
-  const json* k = find_check(c, name);
-  REQUIRE_MESSAGE(k, name);
-  return k->at("passed").get<bool>();
-}
-}  // namespace
 
 TEST_CASE("selftest: each probe passes clean with its evidence and each mutation fails its named checks") {
   moe::test::test_device();

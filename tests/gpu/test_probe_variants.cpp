@@ -22,16 +22,10 @@
 
 using nlohmann::json;
 using moe::test::check_evidence_proven;
-using moe::test::find_check;
+using moe::test::check_passed;
 using moe::test::run_probe;
 
 namespace {
-
-bool check_passed(const json& c, const std::string& name) {
-  const json* k = find_check(c, name);
-  REQUIRE_MESSAGE(k, name);
-  return k->at("passed").get<bool>();
-}
 
 // A copy: callers bind it to a reference straight from run_probe's temporary report.
 json only_case(const json& report) {

@@ -37,6 +37,13 @@ inline const nlohmann::json* find_check(const nlohmann::json& c, const std::stri
   return nullptr;
 }
 
+// Whether case `c`'s check `name` passed; the check must be there.
+inline bool check_passed(const nlohmann::json& c, const std::string& name) {
+  const nlohmann::json* k = find_check(c, name);
+  REQUIRE_MESSAGE(k, name);
+  return k->at("passed").get<bool>();
+}
+
 // Every required piece of evidence of `c` is `true`.
 inline void check_evidence_proven(const nlohmann::json& c) {
   CAPTURE(c.at("key").get<std::string>());
