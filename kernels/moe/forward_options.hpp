@@ -45,7 +45,7 @@ constexpr const char* to_string(GemmFamily g) {
 // Which kernel runs the tensor-core path's tiles (the legacy family above the decode sizes):
 // wmma, the 64 x 64 tiles of expert_gemm_tensor_core.cu (sm_80+, both formats); wgmma, the
 // persistent warp-group-MMA tiles of expert_gemm_wgmma.cu (sm_90a, both formats; elsewhere the
-// wmma tiles run). automatic: wgmma from kWgmmaAutoMinTokens on sm_90a, where it was 1.4-3.4x
+// wmma tiles run). automatic: wgmma from kWgmmaAutoMinTokens on sm_90a, where it was 1.3-3.4x
 // faster on every case measured (H100, M = 1024 and 4096, four shapes, both formats), wmma
 // below (not yet measured there).
 enum class TensorCoreTiles : int { automatic, wmma, wgmma };
