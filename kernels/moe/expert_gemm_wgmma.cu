@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "common/cuda_check.hpp"
@@ -320,18 +321,29 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
 // against 7728 us.
 constexpr int kTileCols = 256;
 
+// Lets the kernel take the shared memory of a layer of `experts` (the tile table grows with E).
+// The attribute only grows, per device, so a forward's launches make no call once a layer's
+// preload (or its first launch) has set it: the enqueue stays off the driver.
 template <WeightFormat F, bool kGateUp>
 void configure_wgmma_kernel(int experts) {
+  static std::atomic<int> configured[64] = {};
+  int dev = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  const int bytes = WgmmaConfig<F, kTileCols>::bytes(experts);
+  if (dev < 64 && configured[dev].load() >= bytes) return;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      WgmmaConfig<F, kTileCols>::bytes(experts)));
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (dev < 64) {
+    int seen = configured[dev].load();
+    while (seen < bytes && !configured[dev].compare_exchange_weak(seen, bytes)) {
+    }
+  }
 }
 
 template <WeightFormat F, bool kGateUp>
 void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const ExpertGemmOperands p = expert_gemm_operands(a, l, kGateUp);
   const int smem = WgmmaConfig<F, kTileCols>::bytes(p.total_experts);
-  // The attribute is set at every launch (cheap, host-only): the table's size follows E.
   configure_wgmma_kernel<F, kGateUp>(p.total_experts);
   const int upper = (l.pairs + kBM - 1) / kBM + p.total_experts;  // row tiles at most
   const int col_tiles = kGateUp ? (p.out_rows + kTileCols / 2 - 1) / (kTileCols / 2)
