@@ -68,17 +68,11 @@ const Field kFields[] = {
                 : v == "stream" ? GemmFamily::stream
                                 : GemmFamily::automatic;
      }},
-    {[](const ForwardOptions& o) -> std::string {
-       switch (o.tiles) {
-         case TensorCoreTiles::wmma: return "wmma";
-         case TensorCoreTiles::wgmma: return "wgmma";
-         case TensorCoreTiles::automatic: break;
-       }
-       return "auto";
-     },
+    {[](const ForwardOptions& o) -> std::string { return kernels::to_string(o.tiles); },
      [](ForwardOptions& o, std::string_view v) {
        o.tiles = v == "wmma" ? TensorCoreTiles::wmma : v == "wgmma" ? TensorCoreTiles::wgmma : TensorCoreTiles::automatic;
      }},
+    bool_field<&ForwardOptions::stream_int4>(),
     {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
      [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
 };
@@ -100,12 +94,16 @@ const std::vector<EngineSwitch>& switch_table() {
       {"route-select", "MOE_ROUTE_SELECT", "auto", {"auto", "ranks", "rounds"},
        "how the route ranks each token's top-k: ranks at decode sizes, rounds beyond (auto)"},
       {"gemm", "MOE_GEMM", "auto", {"auto", "legacy", "mma", "stream"},
-       "expert GEMM family: the mma family for bf16 at M=8..16 and int4 at M=9..64, else decode kernels "
-       "and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 in its fragment "
-       "layout (mma); the streaming family at every M, sm_90+, int4 in the fragment layout (stream)"},
+       "expert GEMM family: on sm_90a int4 in the stream tiles, the streaming family to M=64 and the "
+       "warp-group MMA tiles above; else the mma family for bf16 at M=8..16 and int4 at M=9..64, the "
+       "decode kernels and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 "
+       "in its fragment layout (mma); the streaming family at every M, sm_90+, both formats in its tiles (stream)"},
       {"tiles", "MOE_TILES", "auto", {"auto", "wmma", "wgmma"},
-       "tensor-core path's tiles: persistent warp-group MMA tiles on sm_90a from M=1024, else 64x64 wmma "
-       "tiles (auto); the wmma tiles at every M (wmma); the warp-group MMA tiles at every M, sm_90a (wgmma)"},
+       "tensor-core path's tiles: persistent warp-group MMA tiles on sm_90a from M=1024 (int4 in the "
+       "stream tiles: at every M), else 64x64 wmma tiles (auto); the wmma tiles at every M (wmma); the warp-group MMA tiles at every M, sm_90a (wgmma)"},
+      {"stream-int4", "MOE_STREAM_INT4", "on", {"on", "off"},
+       "under gemm=auto on sm_90a, int4 weights in the stream tiles: the streaming family to M=64, the "
+       "warp-group MMA tiles above; off, int4 in rows"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
   };

@@ -10,12 +10,13 @@ namespace moe {
 MoeLayer::MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream& stream,
                    void* weights_storage)
     : config_(config), stream_(stream), allocator_(allocator), scratch_(allocator) {
-  if (config_.options.preload_kernels) kernels::preload_forward_kernels(config_.dims, config_.options);
+  const kernels::Int4Layout int4 =
+      kernels::int4_layout(config_.options, config_.dims, kernels::current_device_sm());
+  if (config_.options.preload_kernels) kernels::preload_forward_kernels(config_.dims, config_.options, int4);
   void* storage = weights_storage;
   if (!storage) storage = owned_storage_ = ::operator new(sizeof(MoeWeights));
   try {
-    weights_ = new (storage) MoeWeights(config_.dims, config_.seed, config_.routing, allocator,
-                                        stream_, kernels::int4_layout(config_.options),
+    weights_ = new (storage) MoeWeights(config_.dims, config_.seed, config_.routing, allocator, stream_, int4,
                                         kernels::bf16_layout(config_.options));
   } catch (...) {
     ::operator delete(owned_storage_);

@@ -63,7 +63,7 @@ class AbiEngine {
       routers_.push_back({static_cast<const __nv_bfloat16*>(w->router), w->router_bias, w->selection_bias});
     }
     max_tokens_ = desc.max_tokens;
-    if (options_.preload_kernels) kernels::preload_forward_kernels(dims, options_);
+    if (options_.preload_kernels) kernels::preload_forward_kernels(dims, options_, kernels::Int4Layout::rows);
     scratch_ = allocator_->allocate(kernels::forward_scratch_bytes(dims, max_tokens_));
     route_counts_.allocate(*allocator_, desc.layers, dims.experts, desc.stream);
     return MOEBENCH_OK;
@@ -119,7 +119,7 @@ class AbiEngine {
   std::vector<Router> routers_;
   DeviceBuffer scratch_;
   RouteCountRecords route_counts_;  // armed for every forward: the route kernel only accumulates
-  kernels::ForwardOptions options_;  // moebench's defaults, which read int4 in the row layout
+  kernels::ForwardOptions options_;  // moebench's defaults, which read int4 in the row layout the ABI hands over
   int max_tokens_ = 0;
   std::set<cudaStream_t> streams_;
 };

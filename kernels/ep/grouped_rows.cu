@@ -261,7 +261,7 @@ void enqueue_grouped_rows(const GroupedRowsArgs& a, cudaStream_t stream) {
   if (!a.experts.gate_up || !a.experts.down) bad("the expert table is null");
   if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
     bad("int4 weights need their scale tables");
-  if (const std::string m = weight_layout_mismatch(d.format, a.experts, a.options); !m.empty()) bad(m);
+  if (const std::string m = weight_layout_mismatch(d, a.experts, a.options); !m.empty()) bad(m);
   const GroupedRowsLayout l = grouped_rows_layout(d, a.wire, a.local_experts);
   if (!a.scratch || a.scratch_bytes < l.total)
     bad("scratch of " + std::to_string(a.scratch_bytes) + " bytes, " + std::to_string(l.total) + " needed");

@@ -12,7 +12,8 @@
 // kBN/2 matching up rows, so each thread holds both halves of its SwiGLU outputs and writes h
 // from registers; down writes its fp32 rows from registers. The copier moves on to the next
 // tile while the consumers write, so a tile's epilogue hides under the next tile's loads. int4
-// stages carry packed codes, which the consumers dequantise into a bf16 tile before the MMAs.
+// stages carry packed codes, which the consumers dequantise into a bf16 tile before the MMAs; the
+// codes are read in the row layout or in the stream tiles (Int4Layout), the same 32 codes a copy.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -71,7 +72,7 @@ __device__ __forceinline__ void fence_async_shared() {
 #endif
 }
 
-template <WeightFormat F, int kBN, bool kGateUp>
+template <WeightFormat F, int kBN, bool kGateUp, Int4Layout L>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGemmOperands p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<F, kBN>;
@@ -149,12 +150,13 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
       constexpr int kBCopies = kBN / kBRowsPerPass;
       const int b_chunk = C::kInt4 ? t % 2 : chunk, b_row0 = C::kInt4 ? t / 2 : row0;
       const unsigned char* b_src[kBCopies];
+      wt::Int4RowPlace<L> b_place[kBCopies];  // int4
 #pragma unroll
       for (int j = 0; j < kBCopies; ++j) {
         const int row = wt::tile_weight_row(b_row0 + kBRowsPerPass * j, w.col_tile, kBN, p.out_rows, kGateUp);
-        const std::size_t row_bytes = C::kInt4 ? static_cast<std::size_t>(K) / 2 : static_cast<std::size_t>(K) * 2;
-        b_src[j] = row >= 0 ? static_cast<const unsigned char*>(p.weights[w.expert]) + row * row_bytes + b_chunk * 16
-                            : nullptr;
+        if (C::kInt4 && row >= 0) b_place[j] = wt::Int4RowPlace<L>(row, kGateUp ? p.out_rows : 0);
+        b_src[j] = row >= 0 ? static_cast<const unsigned char*>(p.weights[w.expert]) : nullptr;
+        if (!C::kInt4 && row >= 0) b_src[j] += static_cast<std::size_t>(row) * K * 2 + b_chunk * 16;
       }
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = static_cast<int>(it % kStages);
@@ -172,9 +174,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
 #pragma unroll
         for (int j = 0; j < kBCopies; ++j) {
           if constexpr (C::kInt4) {  // packed rows side by side, 32 bytes each (the consumers' reads)
-            const bool ok = kt * wt::kBlockK + b_chunk * 32 < K && b_src[j] != nullptr;
-            detail::cp_async16(sb + (b_row0 + kBRowsPerPass * j) * 32 + b_chunk * 16,
-                               ok ? b_src[j] + kt * (wt::kBlockK / 2) : static_cast<const void*>(p.input), ok);
+            const int kc = kt * wt::kBlockK + b_chunk * 32;
+            const bool ok = kc < K && b_src[j] != nullptr;
+            const void* src = p.input;
+            if (ok) src = b_src[j] + b_place[j].codes_offset(K, kc);
+            detail::cp_async16(sb + (b_row0 + kBRowsPerPass * j) * 32 + b_chunk * 16, src, ok);
           } else {
             const bool ok = k_ok && b_src[j] != nullptr;
             detail::cp_async16(sb + wt::swizzled_offset(b_row0 + kBRowsPerPass * j, b_chunk),
@@ -211,16 +215,17 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
     // rows ct / 2 + 128 j each stage, with the row's group scale loaded a K block ahead.
     constexpr int kDequantRows = C::kInt4 ? kBN / 128 : 0;
     const std::uint16_t* scale_row[kDequantRows > 0 ? kDequantRows : 1] = {};
-    float scale_now[kDequantRows > 0 ? kDequantRows : 1] = {};
+    std::uint16_t scale_now[kDequantRows > 0 ? kDequantRows : 1] = {};
     const int groups = int4_groups(K);
+    constexpr int kScaleStep = wt::Int4RowPlace<L>::scale_step;
     if constexpr (C::kInt4) {
 #pragma unroll
       for (int j = 0; j < kDequantRows; ++j) {
         const int row = wt::tile_weight_row((tid - 128) / 2 + 128 * j, w.col_tile, kBN, p.out_rows, kGateUp);
-        scale_row[j] = row >= 0
-                           ? static_cast<const std::uint16_t*>(p.scales[w.expert]) + static_cast<std::size_t>(row) * groups
-                           : nullptr;
-        scale_now[j] = scale_row[j] ? __bfloat162float(__ushort_as_bfloat16(__ldg(scale_row[j]))) : 0.f;
+        scale_row[j] = row >= 0 ? static_cast<const std::uint16_t*>(p.scales[w.expert]) +
+                                      wt::Int4RowPlace<L>(row, kGateUp ? p.out_rows : 0).scale_base(K)
+                                : nullptr;
+        scale_now[j] = scale_row[j] ? __ldg(scale_row[j]) : std::uint16_t{0};
       }
     }
     for (int kt = 0; kt < ktiles; ++kt, ++it) {
@@ -228,11 +233,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
       std::uint32_t b = ring::smem_address(ring_base + s * C::kStage + C::kStageA);
       if constexpr (C::kInt4) {
         static_assert(kInt4Group % wt::kBlockK == 0, "one scale a row and K block");
-        float scale_next[kDequantRows];
+        std::uint16_t scale_next[kDequantRows];
 #pragma unroll
         for (int j = 0; j < kDequantRows; ++j) {
           const int g = min((kt + 1) * wt::kBlockK / kInt4Group, groups - 1);
-          scale_next[j] = scale_row[j] ? __bfloat162float(__ushort_as_bfloat16(__ldg(scale_row[j] + g))) : 0.f;
+          scale_next[j] = scale_row[j] ? __ldg(scale_row[j] + g * kScaleStep) : std::uint16_t{0};
         }
         ring::wait(&full[s], (it / kStages) & 1);
         unsigned char* tile = dequant_base + (it % C::kDequantTiles) * (kBN * wt::kRowBytes);
@@ -245,7 +250,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
 #pragma unroll
           for (int c = 0; c < 4; ++c) {  // word c: codes 8c.. of this half, chunk 4 half + c of the row
             std::uint32_t out[4];
-            wt::dequant_word(wv[c], scale_now[j], out);
+            if constexpr (L == Int4Layout::stream_tiles) wt::dequant_stream_word(wv[c], scale_now[j], out);
+            else wt::dequant_word(wv[c], bf16_bits_to_float(scale_now[j]), out);
             *reinterpret_cast<uint4*>(tile + wt::swizzled_offset(nn, half * 4 + c)) =
                 make_uint4(out[0], out[1], out[2], out[3]);
           }
@@ -324,14 +330,14 @@ constexpr int kTileCols = 256;
 // Lets the kernel take the shared memory of a layer of `experts` (the tile table grows with E).
 // The attribute only grows, per device, so a forward's launches make no call once a layer's
 // preload (or its first launch) has set it: the enqueue stays off the driver.
-template <WeightFormat F, bool kGateUp>
+template <WeightFormat F, bool kGateUp, Int4Layout L>
 void configure_wgmma_kernel(int experts) {
   static std::atomic<int> configured[64] = {};
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
   const int bytes = WgmmaConfig<F, kTileCols>::bytes(experts);
   if (dev < 64 && configured[dev].load() >= bytes) return;
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp>,
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp, L>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   if (dev < 64) {
     int seen = configured[dev].load();
@@ -340,44 +346,60 @@ void configure_wgmma_kernel(int experts) {
   }
 }
 
-template <WeightFormat F, bool kGateUp>
+template <WeightFormat F, bool kGateUp, Int4Layout L>
 void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   const ExpertGemmOperands p = expert_gemm_operands(a, l, kGateUp);
   const int smem = WgmmaConfig<F, kTileCols>::bytes(p.total_experts);
-  configure_wgmma_kernel<F, kGateUp>(p.total_experts);
+  configure_wgmma_kernel<F, kGateUp, L>(p.total_experts);
   const int upper = (l.pairs + kBM - 1) / kBM + p.total_experts;  // row tiles at most
   const int col_tiles = kGateUp ? (p.out_rows + kTileCols / 2 - 1) / (kTileCols / 2)
                                 : (p.out_rows + kTileCols - 1) / kTileCols;
   const long long tiles = static_cast<long long>(upper) * col_tiles;
   const int grid = static_cast<int>(std::min<long long>(tiles, current_device_multiprocessors()));
-  detail::launch(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp>, dim3(grid), dim3(kThreads), smem, stream,
+  detail::launch(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp, L>, dim3(grid), dim3(kThreads), smem, stream,
                  /*programmatic=*/false, "wgmma_expert_gemm_kernel", p);
+}
+
+// The instantiation for a layer's format and int4 layout (the row layout for bf16).
+template <bool kGateUp>
+void launch_wgmma_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+  if (a.dims.format == WeightFormat::bf16) return launch_wgmma<WeightFormat::bf16, kGateUp, Int4Layout::rows>(a, l, stream);
+  switch (a.experts.int4_layout) {
+    case Int4Layout::rows: return launch_wgmma<WeightFormat::int4, kGateUp, Int4Layout::rows>(a, l, stream);
+    case Int4Layout::stream_tiles:
+      return launch_wgmma<WeightFormat::int4, kGateUp, Int4Layout::stream_tiles>(a, l, stream);
+    case Int4Layout::mma_fragments: break;
+  }
+  throw Error(ExitCode::probe_error, "the wgmma tiles read int4 weights in the rows or stream-tiles layout, not " +
+                                         std::string(to_string(a.experts.int4_layout)));
 }
 
 }  // namespace
 
-bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, int m) {
-  return runs_wgmma_tiles(options, dims.format, dims.hidden, dims.inter, m, current_device_sm());
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4, int m) {
+  return runs_wgmma_tiles(options, dims, int4, m, current_device_sm());
 }
 
-void preload_wgmma_kernels(const MoeDims& dims) {
+void preload_wgmma_kernels(const MoeDims& dims, Int4Layout int4_layout) {
+  const int e = dims.total_experts();
   if (dims.format == WeightFormat::bf16) {
-    configure_wgmma_kernel<WeightFormat::bf16, true>(dims.total_experts());
-    configure_wgmma_kernel<WeightFormat::bf16, false>(dims.total_experts());
+    configure_wgmma_kernel<WeightFormat::bf16, true, Int4Layout::rows>(e);
+    configure_wgmma_kernel<WeightFormat::bf16, false, Int4Layout::rows>(e);
+  } else if (int4_layout == Int4Layout::stream_tiles) {
+    configure_wgmma_kernel<WeightFormat::int4, true, Int4Layout::stream_tiles>(e);
+    configure_wgmma_kernel<WeightFormat::int4, false, Int4Layout::stream_tiles>(e);
   } else {
-    configure_wgmma_kernel<WeightFormat::int4, true>(dims.total_experts());
-    configure_wgmma_kernel<WeightFormat::int4, false>(dims.total_experts());
+    configure_wgmma_kernel<WeightFormat::int4, true, Int4Layout::rows>(e);
+    configure_wgmma_kernel<WeightFormat::int4, false, Int4Layout::rows>(e);
   }
 }
 
 void enqueue_gate_up_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  if (a.dims.format == WeightFormat::bf16) launch_wgmma<WeightFormat::bf16, true>(a, l, stream);
-  else launch_wgmma<WeightFormat::int4, true>(a, l, stream);
+  launch_wgmma_stage<true>(a, l, stream);
 }
 
 void enqueue_down_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  if (a.dims.format == WeightFormat::bf16) launch_wgmma<WeightFormat::bf16, false>(a, l, stream);
-  else launch_wgmma<WeightFormat::int4, false>(a, l, stream);
+  launch_wgmma_stage<false>(a, l, stream);
 }
 
 }  // namespace moe::kernels

@@ -91,7 +91,7 @@ void validate_forward_args(const MoeForwardArgs& a) {
   if (!a.experts.gate_up || !a.experts.down) bad("expert table gate_up/down is null");
   if (d.format == WeightFormat::int4 && (!a.experts.gate_up_scales || !a.experts.down_scales))
     bad("int4 format needs gate_up_scales and down_scales tables");
-  if (const std::string m = weight_layout_mismatch(d.format, a.experts, a.options); !m.empty()) bad(m);
+  if (const std::string m = weight_layout_mismatch(d, a.experts, a.options); !m.empty()) bad(m);
   if (!a.scratch) bad("scratch is null");
   const std::size_t need = forward_scratch_bytes(d, a.m);
   if (a.scratch_bytes < need)
@@ -103,13 +103,19 @@ void validate_forward_args(const MoeForwardArgs& a) {
     bad("x, out and router must be 16-byte aligned");
 }
 
-std::string weight_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options) {
-  const bool int4 = format == WeightFormat::int4;
+std::string weight_layout_mismatch(const MoeDims& dims, const ExpertTable& experts, const ForwardOptions& options) {
+  const bool int4 = dims.format == WeightFormat::int4;
+  // Only automatic's own int4 layout depends on the device: the host-only checks run without one.
+  const bool on_device = int4 && options.gemm == GemmFamily::automatic && experts.int4_layout != Int4Layout::rows;
+  const int sm = on_device ? current_device_sm() : 0;
   const std::string_view have = int4 ? to_string(experts.int4_layout) : to_string(experts.bf16_layout);
-  const std::string_view read = int4 ? to_string(int4_layout(options)) : to_string(bf16_layout(options));
-  if (have == read) return {};
-  return std::string(to_string(format)) + " weights in the " + std::string(have) + " layout, but these options (gemm=" +
-         to_string(options.gemm) + ") read the " + std::string(read) + " layout";
+  const std::string_view read = int4 ? to_string(int4_layout(options, dims, sm)) : to_string(bf16_layout(options));
+  if (int4 ? reads_int4_layout(options, dims, sm, experts.int4_layout) : have == read) return {};
+  return std::string(to_string(dims.format)) + " weights in the " + std::string(have) +
+         " layout, but these options (gemm=" + to_string(options.gemm) + ", tiles=" + to_string(options.tiles) +
+         ") read the " + std::string(read) +
+         (int4 && options.gemm == GemmFamily::automatic && read != to_string(Int4Layout::rows) ? " or rows" : "") +
+         " layout here";
 }
 
 bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode) {
@@ -169,20 +175,21 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
 }
 
 bool runs_mma_gemm(const MoeForwardArgs& a) {
-  return runs_mma_gemm(a.options, a.dims.format, a.m, a.dims.scale_input, current_device_sm());
+  return runs_mma_gemm(a.options, a.dims, a.experts.int4_layout, a.m, current_device_sm());
 }
 
-void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options) {
+bool runs_stream_gemm(const MoeForwardArgs& a) { return runs_stream_gemm(a.options, a.dims, a.experts.int4_layout, a.m); }
+
+void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4) {
   preload_route_kernels();
-  const ExpertGemmFamilies families =
-      expert_gemm_families(options, dims.format, dims.scale_input, current_device_sm());
-  if (families.mma) preload_mma_kernels(dims.format, int4_layout(options));
+  const ExpertGemmFamilies families = expert_gemm_families(options, dims, int4, current_device_sm());
+  if (families.mma) preload_mma_kernels(dims.format, int4);
   if (families.stream) preload_stream_kernels(dims.format);
-  if (families.legacy) {
-    preload_decode_kernels(dims.format);
+  if (families.decode) preload_decode_kernels(dims.format);
+  if (families.tiles) {
     // The wgmma tiles from some M on (automatic: kWgmmaAutoMinTokens), the wmma tiles below.
-    if (wgmma_tiles_run(dims, options, std::numeric_limits<int>::max())) preload_wgmma_kernels(dims);
-    if (!wgmma_tiles_run(dims, options, 1)) preload_tensor_core_kernels(dims.format);
+    if (wgmma_tiles_run(dims, options, int4, std::numeric_limits<int>::max())) preload_wgmma_kernels(dims, int4);
+    if (!wgmma_tiles_run(dims, options, int4, 1)) preload_tensor_core_kernels(dims.format);
   }
   preload_combine_kernels();
 }
@@ -204,16 +211,17 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
 
 void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
                           cudaStream_t stream) {
-  if (runs_stream_gemm(args.options)) {
+  if (runs_stream_gemm(args)) {
     enqueue_gate_up_stream(args, layout, stream);
     enqueue_down_stream(args, layout, stream);
   } else if (runs_mma_gemm(args)) {  // ForwardOptions::gemm's rule
     enqueue_gate_up_mma(args, layout, stream);
     enqueue_down_mma(args, layout, stream);
-  } else if (path == ForwardPath::decode) {
+  } else if (path == ForwardPath::decode && !in_stream_tiles(args.dims, args.experts.int4_layout)) {
+    // (the decode kernels read rows: the stream tiles are read by the wgmma tiles above the family's M)
     enqueue_gate_up_decode(args, layout, stream);
     enqueue_down_decode(args, layout, stream);
-  } else if (wgmma_tiles_run(args.dims, args.options, args.m)) {
+  } else if (wgmma_tiles_run(args.dims, args.options, args.experts.int4_layout, args.m)) {
     enqueue_gate_up_wgmma(args, layout, stream);
     enqueue_down_wgmma(args, layout, stream);
   } else {

@@ -106,25 +106,33 @@ struct MoeForwardArgs {
   ForwardOptions options;                 // which kernels run (forward_options.hpp)
 };
 
+// Compute capability major*10+minor of the current device, and its multiprocessors (cached
+// per device): the sm the rules of forward_options.hpp take.
+int current_device_sm();
+int current_device_multiprocessors();
+
 // Throws moe::Error naming the bad value; forward calls it first.
 void validate_forward_args(const MoeForwardArgs& args);
 
-// Empty when `experts` holds its weights where `options` read them (int4_layout, bf16_layout of
-// forward_options.hpp), else what differs, both layouts named.
-std::string weight_layout_mismatch(WeightFormat format, const ExpertTable& experts, const ForwardOptions& options);
+// Empty when `experts` holds its weights where `options` read them for a layer of `dims` on the
+// current device (int4_layout, bf16_layout of forward_options.hpp), else what differs, both
+// layouts named.
+std::string weight_layout_mismatch(const MoeDims& dims, const ExpertTable& experts, const ForwardOptions& options);
 
 // The path the forward will take for these args on the current device (automatic resolved;
 // tensor_core becomes decode on devices without bf16 tensor cores, sm_75).
 ForwardPath resolve_forward_path(const MoeForwardArgs& args);
 
-// Whether this forward runs the mma expert GEMM family (forward_options.hpp's rule, on the
-// current device).
+// Whether this forward runs the mma or the stream expert GEMM family (forward_options.hpp's
+// rules, on the current device).
 bool runs_mma_gemm(const MoeForwardArgs& args);
+bool runs_stream_gemm(const MoeForwardArgs& args);
 
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
 
-// Loads, on the current device, every kernel a forward of a layer with these dims and options
-// can launch at any M (ForwardOptions::preload_kernels: MoeLayer calls it when it is built).
-void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options);
+// Loads, on the current device, every kernel a forward of a layer with these dims and options,
+// its int4 weights in `int4`, can launch at any M (ForwardOptions::preload_kernels: MoeLayer
+// calls it when it is built).
+void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4);
 
 }  // namespace moe::kernels

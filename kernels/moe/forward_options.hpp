@@ -28,8 +28,9 @@ enum class TopKSelect : int { automatic, ranks, rounds };
 // weights as the 16-row A operand of mma.m16n8k16, tokens as the 8-wide B operand); stream: the
 // streaming family at every M (expert_gemm_stream.cu, sm_90+: the same fragments, the weights
 // brought into a shared-memory ring by bulk copies, one block an SM). Under mma and stream int4
-// weights are generated in the mma fragment layout (int4_layout below), so a layer's weights
-// follow this choice. automatic: the rule of runs_mma_gemm below.
+// weights are generated in the family's layout (int4_layout below), so a layer's weights follow
+// this choice. automatic: int4 on Hopper streams (streams_int4 below), otherwise the rule of
+// runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma, stream };
 // Its value as the switch `gemm` spells it.
 constexpr const char* to_string(GemmFamily g) {
@@ -47,8 +48,18 @@ constexpr const char* to_string(GemmFamily g) {
 // persistent warp-group-MMA tiles of expert_gemm_wgmma.cu (sm_90a, both formats; elsewhere the
 // wmma tiles run). automatic: wgmma from kWgmmaAutoMinTokens on sm_90a, where it was 1.3-3.4x
 // faster on every case measured (H100, M = 1024 and 4096, four shapes, both formats), wmma
-// below (not yet measured there).
+// below; at every M for int4 in the stream tiles (streams_int4 below generates them; of the
+// tiles only the wgmma ones read them).
 enum class TensorCoreTiles : int { automatic, wmma, wgmma };
+// Its value as the switch `tiles` spells it.
+constexpr const char* to_string(TensorCoreTiles t) {
+  switch (t) {
+    case TensorCoreTiles::wmma: return "wmma";
+    case TensorCoreTiles::wgmma: return "wgmma";
+    case TensorCoreTiles::automatic: break;
+  }
+  return "auto";
+}
 constexpr int kWgmmaAutoMinTokens = 1024;
 
 // How an expert-parallel layer (engine/ep/nccl/sharded_layer.hpp) runs its experts on the rows
@@ -79,6 +90,9 @@ struct ForwardOptions {
   TopKSelect top_k_select = TopKSelect::automatic;
   GemmFamily gemm = GemmFamily::automatic;
   TensorCoreTiles tiles = TensorCoreTiles::automatic;
+  // Under gemm=automatic on sm_90a, int4 layers are generated in the stream tiles and stream
+  // (streams_int4 below); off, they stay in rows under the rule for rows.
+  bool stream_int4 = true;
   // A layer loads every kernel its forward can launch when it is built, rather than CUDA's
   // lazy loading doing it at each kernel's first launch: that load may wait for the device's
   // work in flight, so the first forward at a new M stalled its host and drained the device
@@ -100,13 +114,27 @@ constexpr int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
   return int4_decode == Int4Decode::simt ? kDecodeMaxTokensInt4Simt : kDecodeMaxTokensInt4;
 }
 
-// The int4 layout a layer's weights are generated in: the mma fragment layout when the mma
-// family is asked for by name, the stream tiles when the stream family is (it reads only them:
-// a stage's codes are then one copy, their words fit the activations as loaded); otherwise the
-// row layout, which every other kernel reads. Reading the fragment layout by row cost the
-// decode kernels 3-14% a step.
-constexpr Int4Layout int4_layout(const ForwardOptions& o) {
-  if (o.gemm == GemmFamily::stream) return Int4Layout::stream_tiles;
+// automatic on Hopper streams int4 layers: their weights are generated in the stream tiles,
+// which the stream family reads up to kStreamAutoMaxTokensInt4 tokens and the wgmma tiles above
+// (the decode kernels, the mma family and the wmma tiles read only the row layout). At M = 2..64
+// the stream family was 1.3-2.5x faster than the kernels it replaces on all four peer shapes
+// (H200; docs/design/kernels.md). Not for a routed expert's scaled input (Llama-4: only the wmma
+// gate_up reads it), nor where tiles=wmma is named, nor for rows the wgmma tiles' 32-code copies
+// do not cover; not with stream_int4 off.
+constexpr int kStreamAutoMaxTokensInt4 = 64;
+constexpr bool streams_int4(const ForwardOptions& o, const MoeDims& d, int sm) {
+  return o.gemm == GemmFamily::automatic && o.stream_int4 && o.tiles != TensorCoreTiles::wmma &&
+         d.format == WeightFormat::int4 &&
+         !d.scale_input && sm == 90 && d.hidden % 32 == 0 && d.inter % 32 == 0;
+}
+
+// The int4 layout a layer's weights are generated in, on a device of compute capability sm: the
+// mma fragment layout when the mma family is asked for by name, the stream tiles when the stream
+// family is or automatic streams int4 (a stage's codes are then one copy, their words fit the
+// activations as loaded); otherwise the row layout, which every other kernel reads. Reading the
+// fragment layout by row cost the decode kernels 3-14% a step.
+constexpr Int4Layout int4_layout(const ForwardOptions& o, const MoeDims& d, int sm) {
+  if (o.gemm == GemmFamily::stream || streams_int4(o, d, sm)) return Int4Layout::stream_tiles;
   return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
 }
 
@@ -116,11 +144,32 @@ constexpr Bf16Layout bf16_layout(const ForwardOptions& o) {
   return o.gemm == GemmFamily::stream ? Bf16Layout::stream_tiles : Bf16Layout::rows;
 }
 
+// Whether a forward under o reads int4 weights that sit in `have`: a named family only its own
+// layout; automatic the layout it generates and the row layout too (weights an engine adapter
+// hands over: the kernels are then chosen as for rows).
+constexpr bool reads_int4_layout(const ForwardOptions& o, const MoeDims& d, int sm, Int4Layout have) {
+  return have == int4_layout(o, d, sm) || (o.gemm == GemmFamily::automatic && have == Int4Layout::rows);
+}
+
+// The rules below take where a layer's int4 weights sit (`int4`: ExpertTable::int4_layout; any
+// value for bf16), so automatic picks the kernels that read them.
+constexpr bool in_stream_tiles(const MoeDims& d, Int4Layout int4) {
+  return d.format == WeightFormat::int4 && int4 == Int4Layout::stream_tiles;
+}
+
+// Whether a forward of m tokens runs the streaming family: when named, at every M; under
+// automatic, an int4 layer in the stream tiles up to kStreamAutoMaxTokensInt4.
+constexpr bool runs_stream_gemm(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m) {
+  return o.gemm == GemmFamily::stream ||
+         (o.gemm == GemmFamily::automatic && in_stream_tiles(d, int4) && m <= kStreamAutoMaxTokensInt4);
+}
+
 // automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
 // on every shape measured (H200, deepseek-v2-lite, qwen3-30b-a3b, mixtral-8x7b, gpt-oss-20b:
 // 5-12% a step); at M <= 4 the decode kernels win, at M >= 32 the tensor-core tiles on two of
-// the four. For int4 it runs the family from the decode path's end up to kMmaAutoMaxTokensInt4,
-// where it beat the tensor-core tiles on every shape; beyond, the tiles win on three of four.
+// the four. For int4 (where it does not stream) it runs the family from the decode path's end up
+// to kMmaAutoMaxTokensInt4, where it beat the tensor-core tiles on every shape; beyond, the
+// tiles win on three of four.
 constexpr int kMmaAutoMinTokens = 8;
 constexpr int kMmaAutoMaxTokens = 16;
 constexpr int kMmaAutoMaxTokensInt4 = 64;
@@ -128,47 +177,50 @@ constexpr int kMmaAutoMaxTokensInt4 = 64;
 // Whether a forward of m tokens runs the mma expert GEMM family, on a device of compute
 // capability sm (major * 10 + minor). The family needs sm_80 and reads x by token, so a
 // routed expert's scaled input (Llama-4) keeps the tensor-core gate_up under automatic.
-constexpr bool runs_mma_gemm(const ForwardOptions& o, WeightFormat format, int m, bool scale_input, int sm) {
+constexpr bool runs_mma_gemm(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m, int sm) {
   switch (o.gemm) {
     case GemmFamily::mma: return true;
     case GemmFamily::legacy:
     case GemmFamily::stream: return false;
     case GemmFamily::automatic: break;
   }
-  if (scale_input || sm < 80) return false;
-  if (format == WeightFormat::int4) return m > decode_max_tokens(format, o.int4_decode) && m <= kMmaAutoMaxTokensInt4;
+  if (d.scale_input || sm < 80 || in_stream_tiles(d, int4)) return false;
+  if (d.format == WeightFormat::int4) return m > decode_max_tokens(d.format, o.int4_decode) && m <= kMmaAutoMaxTokensInt4;
   return m >= kMmaAutoMinTokens && m <= kMmaAutoMaxTokens;
 }
 
 // Whether the tensor-core path of a forward of m tokens runs the warp-group MMA tiles, on a
-// device of compute capability sm, for a layer of hidden x inter in `format` (their copies move
-// whole 16-byte chunks: 8 bf16 or 32 int4 codes).
-constexpr bool runs_wgmma_tiles(const ForwardOptions& o, WeightFormat format, int hidden, int inter, int m, int sm) {
+// device of compute capability sm: from kWgmmaAutoMinTokens under automatic, at every M for int4
+// in the stream tiles (the one tile kernel that reads them), never elsewhere than sm_90a.
+// Their copies move whole 16-byte chunks: 8 bf16 or 32 int4 codes.
+constexpr bool runs_wgmma_tiles(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m, int sm) {
   if (o.tiles == TensorCoreTiles::wmma || sm != 90) return false;
-  if (o.tiles == TensorCoreTiles::automatic && m < kWgmmaAutoMinTokens) return false;
-  const int chunk = format == WeightFormat::int4 ? 32 : 8;
-  return hidden % chunk == 0 && inter % chunk == 0;
+  if (o.tiles == TensorCoreTiles::automatic && m < kWgmmaAutoMinTokens && !in_stream_tiles(d, int4)) return false;
+  const int chunk = d.format == WeightFormat::int4 ? 32 : 8;
+  return d.hidden % chunk == 0 && d.inter % chunk == 0;
 }
 
-// Whether a forward runs the streaming family: only when named (it stays off by default until
-// an A/B on the GPU says where it wins).
-constexpr bool runs_stream_gemm(const ForwardOptions& o) { return o.gemm == GemmFamily::stream; }
-
-// The expert GEMM families a layer's forward can run at some M: what preload_forward_kernels
-// loads (forward.hpp). legacy: the decode kernels and the tensor-core tiles.
+// The expert GEMM kernels a layer's forward can run at some M: what preload_forward_kernels
+// loads (forward.hpp). decode: the decode kernels (the legacy family's small M); tiles: the
+// tensor-core tiles (its large M; runs_wgmma_tiles says which).
 struct ExpertGemmFamilies {
   bool mma = false;
-  bool legacy = false;
+  bool decode = false;
+  bool tiles = false;
   bool stream = false;
   bool operator==(const ExpertGemmFamilies&) const = default;
 };
-constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, WeightFormat format, bool scale_input,
-                                                  int sm) {
-  // The rule runs the mma family at 16 tokens if it ever does for this layer, and the legacy
-  // kernels at one token unless another family runs at every M.
-  if (runs_stream_gemm(o)) return {false, false, true};
-  return {runs_mma_gemm(o, format, kMmaAutoMaxTokens, scale_input, sm), !runs_mma_gemm(o, format, 1, scale_input, sm),
-          false};
+constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int sm) {
+  // Each rule gives a family a range of M that starts at one token or ends at none: the legacy
+  // family's decode kernels run at one token when no other family does (a scaled input takes
+  // the tiles at every M), its tiles at the largest M when no other family does (sm_80+, else
+  // the decode kernels again: resolve_forward_path's rule); the mma family at 16 tokens if ever.
+  constexpr int kLargest = 1 << 30;
+  const bool stream_small = runs_stream_gemm(o, d, int4, 1), stream_large = runs_stream_gemm(o, d, int4, kLargest);
+  const bool mma_small = runs_mma_gemm(o, d, int4, 1, sm), mma_large = runs_mma_gemm(o, d, int4, kLargest, sm);
+  const bool legacy_small = !stream_small && !mma_small, legacy_large = !stream_large && !mma_large;
+  return {runs_mma_gemm(o, d, int4, kMmaAutoMaxTokens, sm), (legacy_small && !d.scale_input) || (legacy_large && sm < 80),
+          legacy_large && sm >= 80, stream_small || stream_large};
 }
 
 }  // namespace moe::kernels

@@ -34,7 +34,7 @@ void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& l
 // The tensor-core path on warp-group MMAs (ForwardOptions::tiles): sm_90a only;
 // wgmma_tiles_run says whether a forward of m tokens of a layer of `dims` takes them, else the
 // wmma tiles run.
-bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, int m);
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4, int m);
 void enqueue_gate_up_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 void enqueue_down_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
@@ -55,12 +55,7 @@ void preload_decode_kernels(WeightFormat format);
 void preload_mma_kernels(WeightFormat format, Int4Layout layout);
 void preload_stream_kernels(WeightFormat format);
 void preload_tensor_core_kernels(WeightFormat format);
-void preload_wgmma_kernels(const MoeDims& dims);
+void preload_wgmma_kernels(const MoeDims& dims, Int4Layout int4_layout);
 void preload_combine_kernels();
-
-// Compute capability major*10+minor of the current device, and its multiprocessors (cached
-// per device).
-int current_device_sm();
-int current_device_multiprocessors();
 
 }  // namespace moe::kernels

@@ -48,6 +48,18 @@ MOE_HD int tile_source_row(int t, int i, int paired) {
   return (i < 8 ? 0 : paired) + 8 * t + (i & 7);
 }
 
+// The tile and tile row (0..15) that hold source row `row`: tile_source_row's inverse.
+struct TileRow {
+  int tile;
+  int row;
+};
+MOE_HD TileRow tile_row_of(int row, int paired) {
+  if (paired == 0) return {row / kTileRows, row % kTileRows};
+  const bool up = row >= paired;
+  const int r = up ? row - paired : row;
+  return {r / 8, r % 8 + (up ? 8 : 0)};
+}
+
 // Vectors of 32 codes a row in group g of a K-long row: 4, or fewer in a partial last group.
 MOE_HD int group_quads(int k_len, int g) {
   const int left = k_len - kInt4Group * g;

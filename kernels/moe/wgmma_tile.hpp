@@ -13,6 +13,9 @@
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/host_device.hpp"
 #include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_fragments.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/moe_types.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -130,5 +133,59 @@ MOE_HD void dequant_word(std::uint32_t word, float scale, std::uint32_t (&out)[4
 #endif
   }
 }
+
+// int4 weights in the stream tiles (int4_stream_layout.hpp: code k0 + 2h in nibble h and
+// k0 + 2h + 1 in nibble h + 4): the same four pairs, with the same bits, as dequant_word on the
+// word in row order. A pair is one AND/OR (128 + code as two bf16), an exact subtraction of 136
+// and one multiply by the scale rounded once, where dequant_word converts and rounds each code.
+MOE_HD void dequant_stream_word(std::uint32_t word, std::uint16_t scale, std::uint32_t (&out)[4]) {
+#if defined(__CUDA_ARCH__)
+  const __nv_bfloat162 s2 = __bfloat162bfloat162(__ushort_as_bfloat16(scale));
+  const std::uint32_t bias = int4_mma::kBias136Pair;
+  for (int h = 0; h < 4; ++h) {
+    const std::uint32_t biased = int4_mma::weight_pair_biased(word, h);
+    const __nv_bfloat162 q = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased),
+                                     *reinterpret_cast<const __nv_bfloat162*>(&bias));
+    const __nv_bfloat162 v = __hmul2(q, s2);
+    out[h] = *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+#else
+  const float s = bf16_bits_to_float(scale);
+  for (int h = 0; h < 4; ++h) {
+    const std::uint32_t biased = int4_mma::weight_pair_biased(word, h);
+    const float lo = bf16_bits_to_float(static_cast<std::uint16_t>(biased & 0xFFFFu)) - 136.f;
+    const float hi = bf16_bits_to_float(static_cast<std::uint16_t>(biased >> 16)) - 136.f;
+    out[h] = float_to_bf16_bits(lo * s) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi * s)) << 16);
+  }
+#endif
+}
+
+// Where the 32 codes of int4 weight row `row` at k (a multiple of 32) and the row's scales sit:
+// the row layout (int4_format.hpp) or the stream tiles (int4_stream_layout.hpp; paired: gate_up's
+// first up row, 0 for down). A row's scale of group g is scales[scale_base + g * scale_step].
+template <Int4Layout L>
+struct Int4RowPlace {
+  int tile = 0, tile_row = 0;  // stream tiles
+  int row = 0;                 // rows
+  Int4RowPlace() = default;
+  MOE_HD Int4RowPlace(int r, int paired) : row(r) {
+    if constexpr (L == Int4Layout::stream_tiles) {
+      const int4_mma_layout::TileRow at = int4_mma_layout::tile_row_of(r, paired);
+      tile = at.tile;
+      tile_row = at.row;
+    }
+  }
+  MOE_HD std::size_t codes_offset(int k_len, int k) const {  // bytes
+    if constexpr (L == Int4Layout::stream_tiles)
+      return 16 * int4_mma_layout::vector_index(k_len, tile, k / kInt4Group, tile_row >> 3, tile_row & 7,
+                                                (k % kInt4Group) / 32);
+    return static_cast<std::size_t>(row) * (k_len / 2) + k / 2;
+  }
+  MOE_HD std::size_t scale_base(int k_len) const {
+    if constexpr (L == Int4Layout::stream_tiles) return int4_mma_layout::scale_index(k_len, tile, 0, tile_row);
+    return static_cast<std::size_t>(row) * int4_groups(k_len);
+  }
+  static constexpr int scale_step = L == Int4Layout::stream_tiles ? int4_mma_layout::kTileRows : 1;
+};
 
 }  // namespace moe::kernels::wgmma_tile

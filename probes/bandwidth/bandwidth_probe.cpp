@@ -51,15 +51,19 @@ StepBytes count_step_bytes(Engine& engine, int m) {
   return b;
 }
 
-// Which expert GEMM family the engine's forward of m tokens runs (ForwardOptions::gemm's rule),
-// so a report says which kernels its figure is of.
+// Which expert GEMM kernels the engine's forward of m tokens runs (ForwardOptions::gemm's and
+// ::tiles' rules), so a report says which kernels its figure is of: the stream or mma family,
+// or the legacy family's decode kernels or tiles by M.
 const char* expert_gemm_family(Engine& engine, int m, const Device& device) {
   const LayerConfig& config = engine.layer(0).config();
-  if (kernels::runs_stream_gemm(config.options)) return "stream";
-  return kernels::runs_mma_gemm(config.options, config.dims.format, m, config.dims.scale_input,
-                                device.props.major * 10 + device.props.minor)
-             ? "mma"
-             : "legacy";
+  const int sm = device.props.major * 10 + device.props.minor;
+  const kernels::Int4Layout int4 = engine.layer(0).weights().int4_layout();
+  if (kernels::runs_stream_gemm(config.options, config.dims, int4, m)) return "stream";
+  if (kernels::runs_mma_gemm(config.options, config.dims, int4, m, sm)) return "mma";
+  if (sm < 80 || (m <= kernels::decode_max_tokens(config.dims.format, config.options.int4_decode) &&
+                  !config.dims.scale_input))
+    return "decode";  // resolve_forward_path's rule
+  return kernels::runs_wgmma_tiles(config.options, config.dims, int4, m, sm) ? "wgmma-tiles" : "wmma-tiles";
 }
 
 // Hot and cold figures are different measurements: different names, so different keys, so

@@ -17,6 +17,21 @@ using moe::EngineSwitch;
 
 namespace {
 
+moe::kernels::MoeDims dims(moe::kernels::WeightFormat format, int hidden, int inter) {
+  moe::kernels::MoeDims d;
+  d.hidden = hidden;
+  d.inter = inter;
+  d.experts = 64;
+  d.top_k = 6;
+  d.format = format;
+  return d;
+}
+moe::kernels::MoeDims int4_dims(int hidden, int inter) { return dims(moe::kernels::WeightFormat::int4, hidden, inter); }
+// Where a layer built under o on sm generates its int4 weights.
+moe::kernels::Int4Layout generated(const moe::kernels::ForwardOptions& o, const moe::kernels::MoeDims& d, int sm) {
+  return moe::kernels::int4_layout(o, d, sm);
+}
+
 // Sets an environment variable for one scope.
 struct ScopedEnv {
   std::string name;
@@ -45,7 +60,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 10);
+  CHECK(moe::engine_switches().size() == 11);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -80,20 +95,28 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.forward().int4_decode == moe::kernels::Int4Decode::simt);
   o.assign("route-select=rounds", "--switch");
   CHECK(o.forward().top_k_select == moe::kernels::TopKSelect::rounds);
+  const moe::kernels::MoeDims int4 = int4_dims(2048, 1408);
   o.assign("gemm=mma", "--switch");
   CHECK(o.forward().gemm == moe::kernels::GemmFamily::mma);
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::mma_fragments);
+  CHECK(moe::kernels::int4_layout(o.forward(), int4, 90) == moe::kernels::Int4Layout::mma_fragments);
   o.assign("gemm=stream", "--switch");
   CHECK(o.forward().gemm == moe::kernels::GemmFamily::stream);
   CHECK(o.value("gemm") == "stream");
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::stream_tiles);  // all it reads
+  CHECK(moe::kernels::int4_layout(o.forward(), int4, 90) == moe::kernels::Int4Layout::stream_tiles);  // all it reads
   o.assign("gemm=legacy", "--switch");
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);
+  CHECK(moe::kernels::int4_layout(o.forward(), int4, 90) == moe::kernels::Int4Layout::rows);
   CHECK(o.forward().tiles == moe::kernels::TensorCoreTiles::automatic);  // the wmma tiles by default
   o.assign("tiles=wgmma", "--switch");
   CHECK(o.forward().tiles == moe::kernels::TensorCoreTiles::wgmma);
   CHECK(o.value("tiles") == "wgmma");
-  CHECK(moe::kernels::int4_layout(o.forward()) == moe::kernels::Int4Layout::rows);  // it reads the row layout
+  CHECK(moe::kernels::int4_layout(o.forward(), int4, 90) == moe::kernels::Int4Layout::rows);  // it reads both
+  CHECK(o.forward().stream_int4);  // int4 streams on sm_90a by default
+  o.assign("gemm=auto", "--switch");
+  CHECK(moe::kernels::int4_layout(o.forward(), int4, 90) == moe::kernels::Int4Layout::stream_tiles);
+  o.assign("stream-int4=off", "--switch");  // int4 in rows, under the rule for rows
+  CHECK(moe::kernels::int4_layout(o.forward(), int4, 90) == moe::kernels::Int4Layout::rows);
+  CHECK_FALSE(moe::kernels::streams_int4(o.forward(), int4, 90));
+  CHECK(moe::kernels::runs_mma_gemm(o.forward(), int4, moe::kernels::Int4Layout::rows, 16, 90));
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::rows);  // the per-row kernel by default
   o.assign("ep-compute=grouped", "--switch");
   CHECK(o.forward().ep_compute == moe::kernels::EpCompute::grouped);
@@ -102,105 +125,190 @@ TEST_CASE("each switch, set to another value, changes its own field of the forwa
   CHECK(o.value("route-cluster") == "off");
 }
 
-TEST_CASE("tiles=auto runs the wgmma tiles on sm_90a from M = 1024 and the wmma tiles elsewhere; the names force one") {
-  using moe::kernels::runs_wgmma_tiles;
+TEST_CASE("tiles=auto runs the wgmma tiles on sm_90a from M = 1024 (int4 in the stream tiles: at every M) and the wmma tiles elsewhere; the names force one") {
+  using moe::kernels::Int4Layout;
   using moe::kernels::TensorCoreTiles;
   using moe::kernels::WeightFormat;
+  const auto wgmma = [](const moe::kernels::ForwardOptions& o, const moe::kernels::MoeDims& d, int m, int sm) {
+    return moe::kernels::runs_wgmma_tiles(o, d, generated(o, d, sm), m, sm);
+  };
   moe::kernels::ForwardOptions o;  // tiles=auto
+  o.gemm = moe::kernels::GemmFamily::legacy;  // int4 in rows
   for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) {
     CAPTURE(static_cast<int>(f));
-    CHECK_FALSE(runs_wgmma_tiles(o, f, 2048, 1408, 1023, 90));
-    CHECK(runs_wgmma_tiles(o, f, 2048, 1408, 1024, 90));
-    CHECK(runs_wgmma_tiles(o, f, 2880, 2880, 16384, 90));
-    for (int sm : {80, 89, 100}) CHECK_FALSE(runs_wgmma_tiles(o, f, 2048, 1408, 4096, sm));  // wgmma is sm_90a's
+    CHECK_FALSE(wgmma(o, dims(f, 2048, 1408), 1023, 90));
+    CHECK(wgmma(o, dims(f, 2048, 1408), 1024, 90));
+    CHECK(wgmma(o, dims(f, 2880, 2880), 16384, 90));
+    for (int sm : {80, 89, 100}) CHECK_FALSE(wgmma(o, dims(f, 2048, 1408), 4096, sm));  // sm_90a's
   }
-  CHECK(runs_wgmma_tiles(o, WeightFormat::bf16, 96, 168, 4096, 90));        // 8-element chunks
-  CHECK_FALSE(runs_wgmma_tiles(o, WeightFormat::int4, 96, 168, 4096, 90));  // 168 codes: not whole 32-code chunks
+  CHECK(wgmma(o, dims(WeightFormat::bf16, 96, 168), 4096, 90));        // 8-element chunks
+  CHECK_FALSE(wgmma(o, dims(WeightFormat::int4, 96, 168), 4096, 90));  // 168 codes: not whole 32-code chunks
+  // gemm=auto: int4 in the stream tiles, which of the tiles only the wgmma ones read: every M.
+  o.gemm = moe::kernels::GemmFamily::automatic;
+  CHECK(wgmma(o, int4_dims(2048, 1408), 65, 90));
+  CHECK_FALSE(moe::kernels::runs_wgmma_tiles(o, int4_dims(2048, 1408), Int4Layout::rows, 65, 90));  // an adapter's rows
+  CHECK_FALSE(wgmma(o, dims(WeightFormat::bf16, 2048, 1408), 65, 90));
+  CHECK_FALSE(wgmma(o, int4_dims(2048, 1408), 65, 80));
   o.tiles = TensorCoreTiles::wgmma;
-  CHECK(runs_wgmma_tiles(o, WeightFormat::bf16, 2048, 1408, 5, 90));
-  CHECK_FALSE(runs_wgmma_tiles(o, WeightFormat::bf16, 2048, 1408, 5, 80));
+  CHECK(wgmma(o, dims(WeightFormat::bf16, 2048, 1408), 5, 90));
+  CHECK_FALSE(wgmma(o, dims(WeightFormat::bf16, 2048, 1408), 5, 80));
   o.tiles = TensorCoreTiles::wmma;
-  CHECK_FALSE(runs_wgmma_tiles(o, WeightFormat::bf16, 2048, 1408, 4096, 90));
+  CHECK_FALSE(wgmma(o, dims(WeightFormat::bf16, 2048, 1408), 4096, 90));
+  CHECK_FALSE(wgmma(o, int4_dims(2048, 1408), 4096, 90));
+  CHECK(generated(o, int4_dims(2048, 1408), 90) == Int4Layout::rows);  // tiles=wmma keeps int4 in rows
 }
 
-TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 from the decode path's end to 64, on sm_80+") {
+TEST_CASE("gemm=auto generates int4 in the stream tiles on sm_90a and streams it to M = 64; it reads the row layout too") {
+  using moe::kernels::GemmFamily;
+  using moe::kernels::Int4Layout;
+  using moe::kernels::WeightFormat;
+  using moe::kernels::runs_stream_gemm;
+  moe::kernels::ForwardOptions automatic;
+  REQUIRE(automatic.gemm == GemmFamily::automatic);  // the default
+  const moe::kernels::MoeDims int4 = int4_dims(2048, 1408), bf16 = dims(WeightFormat::bf16, 2048, 1408);
+  CHECK(moe::kernels::streams_int4(automatic, int4, 90));
+  CHECK(generated(automatic, int4, 90) == Int4Layout::stream_tiles);
+  for (int m = 1; m <= 4096; ++m) {
+    CAPTURE(m);
+    CHECK(runs_stream_gemm(automatic, int4, Int4Layout::stream_tiles, m) == (m <= moe::kernels::kStreamAutoMaxTokensInt4));
+    CHECK_FALSE(moe::kernels::runs_mma_gemm(automatic, int4, Int4Layout::stream_tiles, m, 90));
+    CHECK_FALSE(runs_stream_gemm(automatic, int4, Int4Layout::rows, m));  // rows: the rule for rows
+    CHECK_FALSE(runs_stream_gemm(automatic, bf16, Int4Layout::stream_tiles, m));  // bf16 stays in rows
+  }
+  // Elsewhere int4 stays in rows, which every other kernel reads.
+  for (int sm : {80, 89, 100}) {
+    CAPTURE(sm);
+    CHECK(generated(automatic, int4, sm) == Int4Layout::rows);
+  }
+  moe::kernels::MoeDims scaled = int4;
+  scaled.scale_input = true;  // Llama-4: only the wmma gate_up reads it
+  CHECK(generated(automatic, scaled, 90) == Int4Layout::rows);
+  CHECK(generated(automatic, int4_dims(96, 168), 90) == Int4Layout::rows);  // not whole 32-code chunks
+  CHECK(generated(automatic, int4_dims(2880, 2880), 90) == Int4Layout::stream_tiles);
+  CHECK(moe::kernels::bf16_layout(automatic) == moe::kernels::Bf16Layout::rows);
+  // What a forward accepts: automatic its own layout and rows (an engine adapter's weights); a
+  // named family only its own.
+  using moe::kernels::reads_int4_layout;
+  CHECK(reads_int4_layout(automatic, int4, 90, Int4Layout::stream_tiles));
+  CHECK(reads_int4_layout(automatic, int4, 90, Int4Layout::rows));
+  CHECK_FALSE(reads_int4_layout(automatic, int4, 90, Int4Layout::mma_fragments));
+  CHECK_FALSE(reads_int4_layout(automatic, int4, 80, Int4Layout::stream_tiles));  // no kernel reads it there
+  moe::kernels::ForwardOptions named = automatic;
+  named.gemm = GemmFamily::stream;
+  CHECK_FALSE(reads_int4_layout(named, int4, 90, Int4Layout::rows));
+  named.gemm = GemmFamily::legacy;
+  CHECK_FALSE(reads_int4_layout(named, int4, 90, Int4Layout::stream_tiles));
+}
+
+TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 in rows from the decode path's end to 64, on sm_80+") {
   using moe::kernels::GemmFamily;
   using moe::kernels::Int4Decode;
   using moe::kernels::Int4Layout;
   using moe::kernels::WeightFormat;
-  using moe::kernels::runs_mma_gemm;
   moe::kernels::ForwardOptions automatic;
-  REQUIRE(automatic.gemm == GemmFamily::automatic);  // the default
-  CHECK(moe::kernels::int4_layout(automatic) == Int4Layout::rows);  // which every kernel reads
-  auto mma_ms = [](const moe::kernels::ForwardOptions& o, WeightFormat f) {
+  const auto mma = [](const moe::kernels::ForwardOptions& o, const moe::kernels::MoeDims& d, int m, int sm) {
+    return moe::kernels::runs_mma_gemm(o, d, generated(o, d, sm), m, sm);
+  };
+  auto mma_ms = [&](const moe::kernels::ForwardOptions& o, WeightFormat f, int sm) {
     std::set<int> ms;
     for (int m = 1; m <= 512; ++m)
-      if (runs_mma_gemm(o, f, m, false, 90)) ms.insert(m);
+      if (mma(o, dims(f, 2048, 1408), m, sm)) ms.insert(m);
     return ms;
   };
-  CHECK(mma_ms(automatic, WeightFormat::bf16) == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
-  const std::set<int> int4 = mma_ms(automatic, WeightFormat::int4);
+  CHECK(mma_ms(automatic, WeightFormat::bf16, 90) == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
+  CHECK(mma_ms(automatic, WeightFormat::bf16, 80) == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15, 16});
+  CHECK(mma_ms(automatic, WeightFormat::int4, 90).empty());  // it streams there
+  const std::set<int> int4 = mma_ms(automatic, WeightFormat::int4, 80);
   CHECK(int4.size() == 64 - 8);
   CHECK(*int4.begin() == 9);  // the decode kernels to M = 8
   CHECK(*int4.rbegin() == moe::kernels::kMmaAutoMaxTokensInt4);
+  for (int m = 1; m <= 512; ++m)  // int4 handed over in rows on sm_90a: the rule for rows
+    CHECK(moe::kernels::runs_mma_gemm(automatic, int4_dims(2048, 1408), Int4Layout::rows, m, 90) == int4.count(m) > 0);
   moe::kernels::ForwardOptions simt = automatic;
   simt.int4_decode = Int4Decode::simt;  // SIMT decode ends at M = 2: the family from 3
-  CHECK(*mma_ms(simt, WeightFormat::int4).begin() == 3);
+  CHECK(*mma_ms(simt, WeightFormat::int4, 80).begin() == 3);
   for (int m : {1, 8, 16, 64}) {
     CAPTURE(m);
     for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) {
-      CHECK_FALSE(runs_mma_gemm(automatic, f, m, true, 90));   // Llama-4's scaled input
-      CHECK_FALSE(runs_mma_gemm(automatic, f, m, false, 75));  // no bf16 mma.sync
+      moe::kernels::MoeDims scaled = dims(f, 2048, 1408);
+      scaled.scale_input = true;
+      CHECK_FALSE(mma(automatic, scaled, m, 90));              // Llama-4's scaled input
+      CHECK_FALSE(mma(automatic, dims(f, 2048, 1408), m, 75));  // no bf16 mma.sync
     }
   }
   moe::kernels::ForwardOptions named = automatic;
   named.gemm = GemmFamily::legacy;
   for (int m : {1, 8, 16, 64})
-    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) CHECK_FALSE(runs_mma_gemm(named, f, m, false, 90));
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) {
+      const moe::kernels::MoeDims d = dims(f, 2048, 1408);
+      CHECK_FALSE(mma(named, d, m, 90));
+      CHECK_FALSE(moe::kernels::runs_stream_gemm(named, d, generated(named, d, 90), m));
+    }
   named.gemm = GemmFamily::mma;
   for (int m : {1, 8, 16, 64}) {
-    CHECK(runs_mma_gemm(named, WeightFormat::bf16, m, false, 90));
-    CHECK(runs_mma_gemm(named, WeightFormat::int4, m, false, 90));
+    CHECK(mma(named, dims(WeightFormat::bf16, 2048, 1408), m, 90));
+    CHECK(mma(named, int4_dims(2048, 1408), m, 90));
   }
-  // The stream family runs only when named, and then no other family does.
-  CHECK_FALSE(moe::kernels::runs_stream_gemm(automatic));
+  // Named, the stream family runs at every M and no other family does.
   named.gemm = GemmFamily::stream;
-  CHECK(moe::kernels::runs_stream_gemm(named));
-  for (int m : {1, 8, 16, 64})
-    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) CHECK_FALSE(runs_mma_gemm(named, f, m, false, 90));
+  for (int m : {1, 8, 16, 64, 4096})
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4}) {
+      const moe::kernels::MoeDims d = dims(f, 2048, 1408);
+      CHECK(moe::kernels::runs_stream_gemm(named, d, generated(named, d, 90), m));
+      CHECK_FALSE(mma(named, d, m, 90));
+    }
 }
 
-TEST_CASE("a layer preloads exactly the expert GEMM families its forward can run at some M") {
+TEST_CASE("a layer preloads exactly the expert GEMM kernels its forward can run at some M") {
   using moe::kernels::ExpertGemmFamilies;
   using moe::kernels::GemmFamily;
+  using moe::kernels::Int4Layout;
   using moe::kernels::WeightFormat;
   using moe::kernels::expert_gemm_families;
-  moe::kernels::ForwardOptions o;  // gemm=auto
-  // Each family is preloaded iff some M in 1..512 runs it (runs_mma_gemm, the path by M).
-  for (GemmFamily g : {GemmFamily::automatic, GemmFamily::legacy, GemmFamily::mma})
+  moe::kernels::ForwardOptions o;
+  // Each kind is preloaded iff some M in 1..4096 runs it: the stream and mma families by their
+  // rules, the decode kernels and tiles where neither runs, by the path's rule; for weights
+  // where the layer generates them and, under gemm=auto, in rows (an adapter's).
+  for (GemmFamily g : {GemmFamily::automatic, GemmFamily::legacy, GemmFamily::mma, GemmFamily::stream})
     for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4})
       for (bool scaled : {false, true})
-        for (int sm : {75, 90}) {
-          o.gemm = g;
-          CAPTURE(static_cast<int>(g));
-          CAPTURE(static_cast<int>(f));
-          CAPTURE(scaled);
-          CAPTURE(sm);
-          bool any_mma = false, any_legacy = false;
-          for (int m = 1; m <= 512; ++m) {
-            const bool mma = moe::kernels::runs_mma_gemm(o, f, m, scaled, sm);
-            any_mma |= mma;
-            any_legacy |= !mma;
+        for (int sm : {75, 90})
+          for (bool rows : {false, true}) {
+            o.gemm = g;
+            moe::kernels::MoeDims d = dims(f, 2048, 1408);
+            d.scale_input = scaled;
+            const Int4Layout int4 = rows ? Int4Layout::rows : generated(o, d, sm);
+            if (!moe::kernels::reads_int4_layout(o, d, sm, int4)) continue;
+            CAPTURE(static_cast<int>(g));
+            CAPTURE(static_cast<int>(f));
+            CAPTURE(scaled);
+            CAPTURE(sm);
+            CAPTURE(rows);
+            ExpertGemmFamilies seen;
+            for (int m = 1; m <= 4096; ++m) {
+              const bool stream = moe::kernels::runs_stream_gemm(o, d, int4, m);
+              const bool mma = !stream && moe::kernels::runs_mma_gemm(o, d, int4, m, sm);
+              seen.stream |= stream;
+              seen.mma |= mma;
+              if (!stream && !mma) {  // resolve_forward_path's rule; the stream tiles' above the family's M
+                const bool decode = !moe::kernels::in_stream_tiles(d, int4) &&
+                                    (sm < 80 || (!scaled && m <= moe::kernels::decode_max_tokens(f, o.int4_decode)));
+                seen.decode |= decode;
+                seen.tiles |= !decode;
+              }
+            }
+            CHECK(expert_gemm_families(o, d, int4, sm) == seen);
           }
-          CHECK(expert_gemm_families(o, f, scaled, sm) == ExpertGemmFamilies{any_mma, any_legacy, false});
-        }
   o.gemm = GemmFamily::automatic;
-  CHECK(expert_gemm_families(o, WeightFormat::bf16, false, 90) == ExpertGemmFamilies{true, true});
-  CHECK(expert_gemm_families(o, WeightFormat::int4, false, 90) == ExpertGemmFamilies{true, true});
-  CHECK(expert_gemm_families(o, WeightFormat::int4, true, 90) == ExpertGemmFamilies{false, true});  // Llama-4
+  CHECK(expert_gemm_families(o, dims(WeightFormat::bf16, 2048, 1408), Int4Layout::rows, 90) ==
+        ExpertGemmFamilies{true, true, true, false});
+  CHECK(expert_gemm_families(o, int4_dims(2048, 1408), Int4Layout::stream_tiles, 90) ==
+        ExpertGemmFamilies{false, false, true, true});
+  CHECK(expert_gemm_families(o, int4_dims(2048, 1408), Int4Layout::rows, 90) == ExpertGemmFamilies{true, true, true, false});
   o.gemm = GemmFamily::stream;  // the stream family alone, at every M
   for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4})
-    CHECK(expert_gemm_families(o, f, false, 90) == ExpertGemmFamilies{false, false, true});
+    CHECK(expert_gemm_families(o, dims(f, 2048, 1408), Int4Layout::stream_tiles, 90) ==
+          ExpertGemmFamilies{false, false, false, true});
 }
 
 TEST_CASE("bad names and values are refused, naming the valid ones") {

@@ -39,8 +39,8 @@ TEST_CASE("a flush of twice the L2: every canary line evicted, the L2 observed c
 }
 
 TEST_CASE("a flush of half the L2: most lines still hit, not cold, the figure said") {
-  // Under LRU none is evicted; under random replacement about 40%.
-  for (int evicted : {0, 13}) {
+  // Under LRU none is evicted; under random replacement about 40%; on an H100 once 24 of 32.
+  for (int evicted : {0, 13, 24, 28}) {
     CAPTURE(evicted);
     const report::L2Observed o = measure::summarize_canary({reading(evicted), reading(evicted)});
     CHECK_FALSE(measure::observed_cold(o));

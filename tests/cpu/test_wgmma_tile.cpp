@@ -2,8 +2,8 @@
 // expert_gemm_wgmma.cu runs): the copier's swizzled writes read back through the consumers'
 // descriptors, one warp group emulated computing a gate_up (SwiGLU) tile from a ring stage as
 // the copier fills it against the plain float64 product, the int4 consumers' dequantisation read
-// back through the descriptors, the weight rows behind a tile, and the persistent tile walk
-// covering every pair of every column tile exactly once.
+// back through the descriptors (codes in rows or in the stream tiles), the weight rows behind a
+// tile, and the persistent tile walk covering every pair of every column tile exactly once.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,6 +15,8 @@
 
 #include "kernels/moe/bf16.hpp"
 #include "kernels/moe/int4_format.hpp"
+#include "kernels/moe/int4_mma_layout.hpp"
+#include "kernels/moe/int4_stream_layout.hpp"
 #include "kernels/moe/wgmma_tile.hpp"
 
 namespace wt = moe::kernels::wgmma_tile;
@@ -229,6 +231,58 @@ TEST_CASE("int4: the consumers' dequantisation of a stage's packed rows reads ba
     }
     CHECK_MESSAGE(bad == 0, "K block ", kb);
   }
+}
+
+TEST_CASE("int4 in the stream tiles: each row's 32-code copies and scales where the layout put them, dequantised to the row layout's bits") {
+  namespace ml = moe::kernels::int4_mma_layout;
+  using moe::kernels::Int4Layout;
+  std::mt19937 rng(23);
+  for (int K : {2048, 2880, 160})
+    for (int paired : {0, 1})
+      for (int rows : {32, 96}) {
+        CAPTURE(K);
+        CAPTURE(paired);
+        CAPTURE(rows);
+        const int up = paired ? rows / 2 : 0;  // gate_up: the first up row
+        std::vector<int> q(static_cast<std::size_t>(rows) * K);
+        for (int& v : q) v = static_cast<int>(rng() % 16) - 8;
+        const std::vector<std::uint32_t> packed = moe::kernels::int4_pack(q, rows, K);
+        const int groups = moe::kernels::int4_groups(K);
+        std::vector<std::uint16_t> scales(static_cast<std::size_t>(rows) * groups);
+        for (auto& b : scales) b = moe::kernels::float_to_bf16_bits(0.001f + 0.01f * static_cast<float>(rng() % 100));
+        std::vector<std::uint32_t> tiles(packed.size());
+        std::vector<std::uint16_t> tile_scales(scales.size());
+        moe::kernels::int4_stream_layout::relay_to_stream(packed.data(), scales.data(), rows, K, up, tiles.data(),
+                                                          tile_scales.data());
+        int bad_words = 0, bad_scales = 0, bad_values = 0, bad_inverse = 0;
+        for (int row = 0; row < rows; ++row) {
+          const ml::TileRow at = ml::tile_row_of(row, up);
+          bad_inverse += ml::tile_source_row(at.tile, at.row, up) != row;
+          const wt::Int4RowPlace<Int4Layout::stream_tiles> place(row, up);
+          const wt::Int4RowPlace<Int4Layout::rows> in_rows(row, up);
+          for (int k = 0; k < K; k += 32) {
+            // The copier's 16 bytes: the row's codes k..k+31, each word interleaved.
+            const std::size_t word = place.codes_offset(K, k) / 4;
+            REQUIRE(in_rows.codes_offset(K, k) / 4 == static_cast<std::size_t>(row) * (K / 8) + k / 8);
+            const int g = k / moe::kernels::kInt4Group;
+            const std::uint16_t scale = tile_scales.at(place.scale_base(K) + g * place.scale_step);
+            bad_scales += scale != scales[static_cast<std::size_t>(row) * groups + g];
+            for (int w = 0; w < 4; ++w) {
+              const std::uint32_t rows_word = packed[static_cast<std::size_t>(row) * (K / 8) + k / 8 + w];
+              bad_words += tiles.at(word + w) != moe::kernels::int4_stream_layout::interleave(rows_word);
+              // The consumers' dequantisation of the interleaved word gives dequant_word's bits.
+              std::uint32_t got[4], want[4];
+              wt::dequant_stream_word(tiles.at(word + w), scale, got);
+              wt::dequant_word(rows_word, moe::kernels::bf16_bits_to_float(scale), want);
+              for (int h = 0; h < 4; ++h) bad_values += got[h] != want[h];
+            }
+          }
+        }
+        CHECK(bad_inverse == 0);
+        CHECK(bad_words == 0);
+        CHECK(bad_scales == 0);
+        CHECK(bad_values == 0);
+      }
 }
 
 TEST_CASE("a tile's weight rows: every gate and up row (gate_up) or row (down) once over the column tiles, gate and up paired") {

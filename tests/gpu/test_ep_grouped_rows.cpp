@@ -122,7 +122,8 @@ struct Bank {
           buffers.push_back(alloc.allocate(kernels::expert_scale_bytes(d, kind)));
           sc = buffers.back().data();
         }
-        kernels::generate_expert_tensor(d, kind, seed, e, w, sc, stream, kernels::int4_layout(options),
+        kernels::generate_expert_tensor(d, kind, seed, e, w, sc, stream,
+                                        kernels::int4_layout(options, d, kernels::current_device_sm()),
                                         kernels::bf16_layout(options));
         ptrs[2 * which].push_back(w);
         ptrs[2 * which + 1].push_back(sc);
@@ -131,7 +132,7 @@ struct Bank {
     down = upload(alloc, ptrs[2]);
     table.gate_up = gate_up.as<const void* const>();
     table.down = down.as<const void* const>();
-    table.int4_layout = kernels::int4_layout(options);
+    table.int4_layout = kernels::int4_layout(options, d, kernels::current_device_sm());
     table.bf16_layout = kernels::bf16_layout(options);
     if (d.format == kernels::WeightFormat::int4) {
       gate_up_scales = upload(alloc, ptrs[1]);

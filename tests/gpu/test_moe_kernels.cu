@@ -126,7 +126,7 @@ struct TestLayer {
   // options: the forward's, whose int4_layout() and bf16_layout() say where the weights sit.
   TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, const ForwardOptions& options = {})
       : dims(d), seed(s) {
-    const Int4Layout int4_layout = moe::kernels::int4_layout(options);
+    const Int4Layout int4_layout = moe::kernels::int4_layout(options, d, current_device_sm());
     const Bf16Layout bf16_layout = moe::kernels::bf16_layout(options);
     const int et = d.total_experts();
     std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
@@ -321,9 +321,11 @@ CaseStats check_forward(const TestLayer& L, int m, Routing routing, ForwardPath 
   Forward f(L, m, xseed, routing == Routing::skewed ? &bias : nullptr, path, stream, options);
   // The mma family's arithmetic is the decode kernels' (codes times scales exactly, fp32
   // accumulation), so it gets their bounds at every M.
-  // So is the stream family's (the same fragments, sums added in a fixed order).
-  const ForwardPath resolved =
-      runs_mma_gemm(f.args) || runs_stream_gemm(f.args.options) ? ForwardPath::decode : resolve_forward_path(f.args);
+  // So is the stream family's (the same fragments, sums added in a fixed order). Where int4
+  // streams, the wgmma tiles (the tensor-core path's bounds) take every larger M.
+  const ForwardPath resolved = runs_mma_gemm(f.args) || runs_stream_gemm(f.args) ? ForwardPath::decode
+                               : in_stream_tiles(d, L.table.int4_layout) ? ForwardPath::tensor_core
+                                                                         : resolve_forward_path(f.args);
   const Tolerances tol = tolerances(d.format, resolved);
   f.run(stream);
   const ScratchLayout& lay = f.layout;
@@ -942,8 +944,8 @@ TEST_CASE("stream expert GEMM on the model shapes: every M 1..64, both formats")
   check_family_on_model_shapes(GemmFamily::stream);
 }
 
-// The warp-group MMA tiles (ForwardOptions::tiles = wgmma; int4 dequantised in shared memory)
-// at the tensor-core path's sizes:
+// The warp-group MMA tiles (ForwardOptions::tiles = wgmma; int4 dequantised in shared memory,
+// from the row layout and from the stream tiles) at the tensor-core path's sizes:
 // partial row tiles (65, 129), tiles of one and two warp groups' rows, several tiles an SM
 // (1024), skewed routing (one expert's many tiles), against the reference with the tensor-core
 // path's bounds; every stage checked. MOE_TEST_SHAPES picks among the tiny and model shapes.
@@ -954,28 +956,31 @@ TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, bot
     return;
   }
   StreamHolder st;
-  ForwardOptions o;
-  o.gemm = GemmFamily::legacy;
-  o.tiles = TensorCoreTiles::wgmma;
   std::vector<Shape> all = tiny_shapes();
   for (const Shape& sh : model_shapes()) all.push_back(sh);
   for (const Shape& sh : shapes_from_env(all))
-    for (WeightFormat fmt : moe::test::formats_from_env()) {
-      MoeDims d = sh.dims;
-      d.format = fmt;
-      REQUIRE(wgmma_tiles_run(d, o, 1));
-      const TestLayer layer(d, case_seed(), st.s, o);
-      const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
-      double worst = 0;
-      for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
-        for (Routing r : {Routing::uniform, Routing::skewed}) {
-          INFO(case_name(sh.name, d, m, r, ForwardPath::tensor_core) << " tiles=wgmma");
-          const int cap = std::max(2, static_cast<int>(1e9 / per_token));
-          const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
-          worst = std::max(worst, s.layer_rel);
-        }
-      MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " tiles=wgmma: worst layer rel L2 " << worst);
-    }
+    for (WeightFormat fmt : moe::test::formats_from_env())
+      for (GemmFamily gemm : gemm_choices(fmt)) {  // int4: in the stream tiles (auto) and in rows (legacy)
+        MoeDims d = sh.dims;
+        d.format = fmt;
+        ForwardOptions o;
+        o.gemm = gemm;
+        o.tiles = TensorCoreTiles::wgmma;
+        const TestLayer layer(d, case_seed(), st.s, o);
+        REQUIRE(wgmma_tiles_run(d, o, layer.table.int4_layout, 1));
+        const std::string layout(fmt == WeightFormat::int4 ? to_string(layer.table.int4_layout) : "rows");
+        const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
+        double worst = 0;
+        for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
+          for (Routing r : {Routing::uniform, Routing::skewed}) {
+            INFO(case_name(sh.name, d, m, r, ForwardPath::tensor_core) << " tiles=wgmma, weights in " << layout);
+            const int cap = std::max(2, static_cast<int>(1e9 / per_token));
+            const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
+            worst = std::max(worst, s.layer_rel);
+          }
+        MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " tiles=wgmma, weights in " << layout
+                                       << ": worst layer rel L2 " << worst);
+      }
 }
 
 TEST_CASE("int4 generation in the mma layout and the stream tiles matches the row layout re-laid on the host") {
@@ -1378,8 +1383,11 @@ TEST_CASE("forward rejects bad arguments with the values named") {
   Forward f4(fragments, 4, 2, nullptr, ForwardPath::automatic, st.s, mma);
   a = f4.args;
   a.options.gemm = GemmFamily::legacy;
-  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("mma-fragments layout, but these options (gemm=legacy) read the rows layout"),
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s),
+                       doctest::Contains("mma-fragments layout, but these options (gemm=legacy, tiles=auto) read the rows layout"),
                        moe::Error);
+  a.options.gemm = GemmFamily::automatic;  // its own layout (the stream tiles on sm_90a) or rows
+  CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("(gemm=auto, tiles=auto) read the"), moe::Error);
   a = f4.args;
   a.experts.int4_layout = Int4Layout::rows;
   CHECK_THROWS_WITH_AS(enqueue_moe_forward(a, st.s), doctest::Contains("int4 weights in the rows layout"), moe::Error);

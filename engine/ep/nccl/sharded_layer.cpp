@@ -18,7 +18,7 @@ namespace {
 // Every kernel a step can launch, loaded before the first step (ForwardOptions::preload_kernels:
 // a first launch may otherwise wait for the work in flight, the exchange's included).
 void preload_step_kernels(const kernels::MoeDims& d, const kernels::ForwardOptions& options) {
-  kernels::preload_forward_kernels(d, options);  // the route, and the grouped path's GEMMs
+  kernels::preload_forward_kernels(d, options, kernels::Int4Layout::rows);  // the route, and the grouped path's GEMMs (bf16)
   kernels::ep::preload_pack_dispatch_kernels();
   kernels::ep::preload_expert_rows_kernels();
   if (options.ep_compute == kernels::EpCompute::grouped) kernels::ep::preload_grouped_rows_kernels();
