@@ -116,9 +116,9 @@ constexpr int decode_max_tokens(WeightFormat f, Int4Decode int4_decode) {
 
 // automatic on Hopper streams int4 layers: their weights are generated in the stream tiles,
 // which the stream family reads up to kStreamAutoMaxTokensInt4 tokens and the wgmma tiles above
-// (the decode kernels, the mma family and the wmma tiles read only the row layout). At M = 2..64
-// the stream family was 1.3-2.5x faster than the kernels it replaces on all four peer shapes
-// (H200; docs/design/kernels.md). Not for a routed expert's scaled input (Llama-4: only the wmma
+// (the decode kernels, the mma family and the wmma tiles read only the row layout): 1.5-2.3x
+// faster than the row layout's kernels at M = 8 and 64 on all four peer shapes (H100;
+// docs/design/kernels.md). Not for a routed expert's scaled input (Llama-4: only the wmma
 // gate_up reads it), nor where tiles=wmma is named, nor for rows the wgmma tiles' 32-code copies
 // do not cover; not with stream_int4 off.
 constexpr int kStreamAutoMaxTokensInt4 = 64;
