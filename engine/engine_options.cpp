@@ -100,7 +100,8 @@ const std::vector<EngineSwitch>& switch_table() {
        "in its fragment layout (mma); the streaming family at every M, sm_90+, both formats in its tiles (stream)"},
       {"tiles", "MOE_TILES", "auto", {"auto", "wmma", "wgmma"},
        "tensor-core path's tiles: persistent warp-group MMA tiles on sm_90a from M=1024 (int4 in the "
-       "stream tiles: at every M), else 64x64 wmma tiles (auto); the wmma tiles at every M (wmma); the warp-group MMA tiles at every M, sm_90a (wgmma)"},
+       "stream tiles: at every M), else 64x64 wmma tiles (auto); the wmma tiles at every M (wmma); the "
+       "warp-group MMA tiles at every M, sm_90a (wgmma)"},
       {"stream-int4", "MOE_STREAM_INT4", "on", {"on", "off"},
        "under gemm=auto on sm_90a, int4 weights in the stream tiles: the streaming family to M=64, the "
        "warp-group MMA tiles above; off, int4 in rows"},

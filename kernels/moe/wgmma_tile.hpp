@@ -2,8 +2,9 @@
 // The index math of the warp-group MMA tiles (expert_gemm_wgmma.cu), shared by host and device
 // so the CPU tests check the very functions the kernel runs: where a 16-byte chunk of a tile row
 // lands in shared memory, the descriptor wgmma reads a tile through, which output element each
-// accumulator register of a warp group holds, and which (expert, row tile, column tile) a
-// persistent block's n-th tile is.
+// accumulator register of a warp group holds, which (expert, row tile, column tile) a
+// persistent block's n-th tile is, and where an int4 row's codes and scales sit and how they
+// become bf16 in either int4 layout.
 //
 // A tile holds rows of 64 bf16 (128 bytes, one K block), K-major, in the 128-byte swizzle of
 // wgmma and TMA: inside each 8-row atom (1 KB, 1 KB aligned) chunk c of row r sits at chunk
