@@ -33,18 +33,27 @@ pivot() {
 # The part of a pivot after its first line (the line naming GPU, build and date).
 grid() { pivot "$@" | tail -n +2; }
 
-# The expert GEMM family each case of a bandwidth report ran is in its evidence (expert_gemm):
-# say where it was not the legacy kernels, so a figure is read as the kernels it is of.
+# The expert GEMM kernels each case of a bandwidth report ran are in its evidence (expert_gemm),
+# so a figure is read as the kernels it is of. Reports from before the stream family name only
+# "mma" and "legacy": where it was not the legacy kernels is said. Later ones name the kernels
+# of every case (stream, mma, decode, wgmma-tiles, wmma-tiles): each kind's cases are listed.
 mma_note() {
   gunzip -c "$1" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-cases = sorted({"%s %s M=%s" % (c["shape"], c["format"], c["m"]) for c in r["cases"]
-                if c.get("evidence", {}).get("expert_gemm") == "mma"},
-               key=lambda s: (s.split()[0], s.split()[1], int(s.split("=")[1])))
-if cases:
-    print("The mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
-          + ", ".join(cases) + ".\n")
+order = lambda s: (s.split()[0], s.split()[1], int(s.split("=")[1]))
+kinds = {}
+for c in r["cases"]:
+    k = c.get("evidence", {}).get("expert_gemm")
+    if k:
+        kinds.setdefault(k, set()).add("%s %s M=%s" % (c["shape"], c["format"], c["m"]))
+if set(kinds) <= {"mma", "legacy"}:
+    if "mma" in kinds:
+        print("The mma expert GEMM family ran (evidence `expert_gemm`), the legacy kernels elsewhere: "
+              + ", ".join(sorted(kinds["mma"], key=order)) + ".\n")
+elif kinds:
+    print("The expert GEMM kernels that ran (evidence `expert_gemm`): "
+          + "; ".join(k + ": " + ", ".join(sorted(v, key=order)) for k, v in sorted(kinds.items())) + ".\n")
 '
 }
 
