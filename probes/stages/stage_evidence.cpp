@@ -1,16 +1,19 @@
 #include "probes/stages/stage_evidence.hpp"
 
+#include "probes/measure/l2_observation.hpp"
+
 namespace moe {
 
 bool timed_stage(kernels::Stage stage) { return stage != kernels::Stage::other; }
 
-StageEvidence stage_evidence(const std::vector<StageSample>& samples, std::size_t l2_flushes) {
+StageEvidence stage_evidence(const std::vector<StageSample>& samples, std::size_t l2_flushes,
+                             const std::optional<report::L2Observed>& observed) {
   StageEvidence e;
   const std::size_t n = samples.size();
-  e.l2_cold = n > 0 && l2_flushes >= n;
-  e.l2_detail = std::to_string(l2_flushes) + " of " + std::to_string(n) +
-                " samples followed an L2 flush (a stage's floor holds for bytes from memory: run "
-                "with --l2 cold)";
+  e.l2_cold = n > 0 && l2_flushes >= n && observed && measure::observed_cold(*observed);
+  e.l2_detail = std::to_string(l2_flushes) + " of " + std::to_string(n) + " samples followed an L2 flush; " +
+                (observed ? measure::describe(*observed) : std::string("the flush was not observed")) +
+                " (a stage's floor holds for bytes from memory: run with --l2 cold)";
   if (n == 0) {
     for (kernels::Stage stage : kernels::kStages)
       if (timed_stage(stage)) e.stages_without_kernels.push_back(stage);

@@ -2,15 +2,19 @@
 // What a stage breakdown must show before its figures stand (probe stages, evidence
 // `l2_cold` and `every_stage_has_kernels`), as host functions over the samples, so the CPU
 // tests check them on fabricated kernel records:
-//  * every sample followed an L2 flush: a stage's floor is its bytes over the read ceiling,
-//    which holds for bytes from memory, not from a warm L2;
+//  * every sample followed an L2 flush, and the flush was observed to leave the L2 cold (the
+//    sampler's canary, probes/measure/l2_observation.hpp, as probe bandwidth requires): a
+//    stage's floor is its bytes over the read ceiling, which holds for bytes from memory, not
+//    from a warm L2, and a flush that ran beside the sample or over part of the L2 is no flush;
 //  * each of the four stages ran at least one kernel in every sample: a stage with none would
 //    read 0 us (not fast: untimed), and its share of the critical path would go to the others.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "probes/stages/stage_breakdown.hpp"
+#include "reports/report.hpp"
 
 namespace moe {
 
@@ -24,8 +28,9 @@ struct StageEvidence {
 
 // `samples`: one breakdown per timed sample; `l2_flushes`: the flushes the sampler did for
 // them (absent counts as none: the figure is taken from what the sampler did, not what was
-// asked).
-StageEvidence stage_evidence(const std::vector<StageSample>& samples, std::size_t l2_flushes);
+// asked); `observed`: the sampler's observation of its flushes (none: not proven cold).
+StageEvidence stage_evidence(const std::vector<StageSample>& samples, std::size_t l2_flushes,
+                             const std::optional<report::L2Observed>& observed);
 
 // Whether `stage` is one of the four a layer's forward must run (`other` is not).
 bool timed_stage(kernels::Stage stage);

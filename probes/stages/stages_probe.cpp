@@ -122,7 +122,7 @@ void run_stages_probe(ProbeState& state) {
           continue;
         }
         // Counted from what the sampler did and what CUPTI recorded, not from what was asked.
-        const StageEvidence proof = stage_evidence(samples, l2_flushes);
+        const StageEvidence proof = stage_evidence(samples, l2_flushes, c.measurements["main"].l2_observed);
         c.evidence["l2_flushes"] = l2_flushes;
         c.prove("l2_cold", proof.l2_cold, proof.l2_detail);
         nlohmann::json missing = nlohmann::json::array();

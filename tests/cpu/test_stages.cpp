@@ -22,6 +22,20 @@ using moe::measure::KernelRecord;
 
 namespace {
 
+// The sampler's observation of its flushes: `evicted` of the canary's lines in the median sample.
+moe::report::L2Observed canary(double evicted, std::size_t unfinished = 0) {
+  moe::report::L2Observed o;
+  o.samples_observed = 2;
+  o.observe_every = 4;
+  o.lines = 32;
+  o.evicted_fraction_median = o.evicted_fraction_min = evicted;
+  o.cold_load_cycles_median = 600;
+  o.hot_load_cycles_median = 280;
+  o.flushes_unfinished = unfinished;
+  return o;
+}
+const moe::report::L2Observed kCold = canary(1.0);
+
 // Names as CUPTI records them (mangled), taken from the built kernels.
 constexpr const char* kRoute =
     "_ZN3moe7kernels43_GLOBAL__N__c5d1dd52_10_routing_cu_32f0c43c12route_kernelENS1_11RouteParamsE";
@@ -136,7 +150,7 @@ TEST_CASE("a stage that ran no kernel is refused, never timed as 0 us") {
   std::vector<moe::StageSample> samples{moe::split_by_stage(whole, 1), moe::split_by_stage(no_combine, 1),
                                         moe::split_by_stage(whole, 1)};
   CHECK(samples[1].own_us[at(Stage::combine)] == 0);  // what the probe would have reported
-  const moe::StageEvidence missing = moe::stage_evidence(samples, 3);
+  const moe::StageEvidence missing = moe::stage_evidence(samples, 3, kCold);
   CHECK(missing.l2_cold);
   CHECK_FALSE(missing.every_stage_has_kernels);
   CHECK(missing.stages_without_kernels == std::vector<Stage>{Stage::combine});
@@ -144,32 +158,40 @@ TEST_CASE("a stage that ran no kernel is refused, never timed as 0 us") {
 
   // Every stage in every sample: proven; `other` is never required.
   samples[1] = moe::split_by_stage(whole, 1);
-  const moe::StageEvidence full = moe::stage_evidence(samples, 3);
+  const moe::StageEvidence full = moe::stage_evidence(samples, 3, kCold);
   CHECK(full.every_stage_has_kernels);
   CHECK(full.stages_without_kernels.empty());
   CHECK_FALSE(moe::timed_stage(Stage::other));
 
   // Two stages missing in every sample are both named, in stage order.
-  const moe::StageEvidence two = moe::stage_evidence({moe::split_by_stage({rec(kRoute, 0, 5), rec(kCombine, 6, 8)}, 1)}, 1);
+  const moe::StageEvidence two = moe::stage_evidence({moe::split_by_stage({rec(kRoute, 0, 5), rec(kCombine, 6, 8)}, 1)}, 1, kCold);
   CHECK(two.stages_without_kernels == std::vector<Stage>{Stage::gate_up, Stage::down});
 
   // No samples at all: nothing is timed.
-  const moe::StageEvidence none = moe::stage_evidence({}, 0);
+  const moe::StageEvidence none = moe::stage_evidence({}, 0, std::nullopt);
   CHECK_FALSE(none.every_stage_has_kernels);
   CHECK_FALSE(none.l2_cold);
   CHECK(none.stages_without_kernels.size() == 4);
 }
 
-TEST_CASE("stages needs every sample after an L2 flush: --l2 hot, or one unflushed sample, is not cold") {
+TEST_CASE("stages needs every sample after an L2 flush observed cold: --l2 hot, one unflushed sample, a partial or concurrent flush is not cold") {
   const std::vector<KernelRecord> whole{rec(kRoute, 0, 10), rec(kGateUpDecode, 6, 30),
                                         rec(kDownDecodeMma, 28, 50), rec(kCombine, 53, 55)};
   const std::vector<moe::StageSample> samples(5, moe::split_by_stage(whole, 1));
-  CHECK(moe::stage_evidence(samples, 5).l2_cold);
-  CHECK(moe::stage_evidence(samples, 6).l2_cold);  // a flush before the warm-up counts too
-  const moe::StageEvidence hot = moe::stage_evidence(samples, 0);
+  CHECK(moe::stage_evidence(samples, 5, kCold).l2_cold);
+  CHECK(moe::stage_evidence(samples, 6, kCold).l2_cold);  // a flush before the warm-up counts too
+  const moe::StageEvidence hot = moe::stage_evidence(samples, 0, std::nullopt);
   CHECK_FALSE(hot.l2_cold);
   CHECK(hot.l2_detail.find("0 of 5 samples") != std::string::npos);
-  CHECK_FALSE(moe::stage_evidence(samples, 4).l2_cold);
+  CHECK(hot.l2_detail.find("not observed") != std::string::npos);
+  CHECK_FALSE(moe::stage_evidence(samples, 4, kCold).l2_cold);
+  // Every sample flushed, but the flush not seen to leave the L2 cold: half of it flushed (24 of
+  // 32 canary lines evicted), or a flush still running on another stream when the sample began.
+  const moe::StageEvidence half = moe::stage_evidence(samples, 5, canary(0.75));
+  CHECK_FALSE(half.l2_cold);
+  CHECK(half.l2_detail.find("75% of 32 lines evicted") != std::string::npos);
+  CHECK_FALSE(moe::stage_evidence(samples, 5, canary(1.0, 1)).l2_cold);
+  CHECK_FALSE(moe::stage_evidence(samples, 5, std::nullopt).l2_cold);
 }
 
 TEST_CASE("the stages rule: a hot L2 or an untimed stage makes the case INCONCLUSIVE, naming it") {
