@@ -10,6 +10,7 @@
 #include "probes/evidence_rules.hpp"
 #include "probes/probe.hpp"
 #include "reports/verdict.hpp"
+#include "support/l2_observed.hpp"
 
 using moe::report::CaseResult;
 using moe::report::Verdict;
@@ -75,27 +76,13 @@ TEST_CASE("loophole: two-engine without the fast-path table read back is not a P
   CHECK(passing_except("stages", "every_stage_has_kernels").verdict == Verdict::inconclusive);
 }
 
-namespace {
-// An observation of the L2 after the flush: `evicted` of the canary's lines in the median sample.
-moe::report::L2Observed observed(double evicted, std::size_t unfinished = 0) {
-  moe::report::L2Observed o;
-  o.samples_observed = 5;
-  o.observe_every = 4;
-  o.lines = 32;
-  o.evicted_fraction_median = o.evicted_fraction_min = evicted;
-  o.cold_load_cycles_median = 600;
-  o.hot_load_cycles_median = 280;
-  o.flushes_unfinished = unfinished;
-  return o;
-}
-}  // namespace
 
 TEST_CASE("L2 rule: flushed before every sample and observed cold, or a working set of 4x the L2") {
-  const auto flushed = moe::l2_defeat(20, 20, 0.3, observed(1.0));
+  const auto flushed = moe::l2_defeat(20, 20, 0.3, moe::test::l2_observed(1.0));
   CHECK(flushed.defeated);
   CHECK(flushed.every_sample_flushed);
   CHECK(flushed.flush_observed_cold);
-  const auto big = moe::l2_defeat(0, 20, 4.0, observed(0.0));
+  const auto big = moe::l2_defeat(0, 20, 4.0, moe::test::l2_observed(0.0));
   CHECK(big.defeated);
   CHECK_FALSE(big.every_sample_flushed);
   // --l2 hot on a small step, or a mutation that skips the flush: the cache's figure.
@@ -103,26 +90,26 @@ TEST_CASE("L2 rule: flushed before every sample and observed cold, or a working 
   CHECK_FALSE(hot.defeated);
   CHECK(hot.detail.find("0 of 20 samples") != std::string::npos);
   // One sample not flushed is enough to let the cache in.
-  CHECK_FALSE(moe::l2_defeat(19, 20, 0.3, observed(1.0)).defeated);
-  CHECK_FALSE(moe::l2_defeat(0, 0, 0.3, observed(1.0)).defeated);  // nothing measured
+  CHECK_FALSE(moe::l2_defeat(19, 20, 0.3, moe::test::l2_observed(1.0)).defeated);
+  CHECK_FALSE(moe::l2_defeat(0, 0, 0.3, moe::test::l2_observed(1.0)).defeated);  // nothing measured
 }
 
 TEST_CASE("L2 rule: a flush before every sample that the canary does not see evict is not a cold L2") {
   // Half the L2 read: most canary lines still hit. The figure is in the detail.
-  const auto half = moe::l2_defeat(20, 20, 0.3, observed(0.1));
+  const auto half = moe::l2_defeat(20, 20, 0.3, moe::test::l2_observed(0.1));
   CHECK(half.every_sample_flushed);
   CHECK_FALSE(half.flush_observed_cold);
   CHECK_FALSE(half.defeated);
   CHECK(half.detail.find("10% of 32 lines evicted") != std::string::npos);
   // A flush on another stream, unfinished when its sample began: not cold, however many lines it
   // had evicted by then.
-  const auto beside = moe::l2_defeat(20, 20, 0.3, observed(1.0, 2));
+  const auto beside = moe::l2_defeat(20, 20, 0.3, moe::test::l2_observed(1.0, 2));
   CHECK_FALSE(beside.defeated);
   CHECK(beside.detail.find("2 flushes unfinished") != std::string::npos);
   // A flush never observed proves nothing; a working set of 4x the L2 still does.
   CHECK_FALSE(moe::l2_defeat(20, 20, 0.3, std::nullopt).defeated);
   CHECK_FALSE(moe::l2_defeat(20, 20, 0.3, moe::report::L2Observed{}).defeated);
-  CHECK(moe::l2_defeat(20, 20, 4.0, observed(0.1)).defeated);
+  CHECK(moe::l2_defeat(20, 20, 4.0, moe::test::l2_observed(0.1)).defeated);
 }
 
 TEST_CASE("host-nonblocking's threshold fails a forward blocking on one of two layers") {

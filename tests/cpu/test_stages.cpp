@@ -15,6 +15,7 @@
 #include "reports/markdown.hpp"
 #include "reports/stage_view.hpp"
 #include "reports/table.hpp"
+#include "support/l2_observed.hpp"
 
 using moe::kernels::Stage;
 using moe::kernels::stage_of_kernel;
@@ -22,19 +23,8 @@ using moe::measure::KernelRecord;
 
 namespace {
 
-// The sampler's observation of its flushes: `evicted` of the canary's lines in the median sample.
-moe::report::L2Observed canary(double evicted, std::size_t unfinished = 0) {
-  moe::report::L2Observed o;
-  o.samples_observed = 2;
-  o.observe_every = 4;
-  o.lines = 32;
-  o.evicted_fraction_median = o.evicted_fraction_min = evicted;
-  o.cold_load_cycles_median = 600;
-  o.hot_load_cycles_median = 280;
-  o.flushes_unfinished = unfinished;
-  return o;
-}
-const moe::report::L2Observed kCold = canary(1.0);
+using moe::test::l2_observed;
+const moe::report::L2Observed kCold = l2_observed(1.0);
 
 // Names as CUPTI records them (mangled), taken from the built kernels.
 constexpr const char* kRoute =
@@ -187,10 +177,10 @@ TEST_CASE("stages needs every sample after an L2 flush observed cold: --l2 hot, 
   CHECK_FALSE(moe::stage_evidence(samples, 4, kCold).l2_cold);
   // Every sample flushed, but the flush not seen to leave the L2 cold: half of it flushed (24 of
   // 32 canary lines evicted), or a flush still running on another stream when the sample began.
-  const moe::StageEvidence half = moe::stage_evidence(samples, 5, canary(0.75));
+  const moe::StageEvidence half = moe::stage_evidence(samples, 5, l2_observed(0.75));
   CHECK_FALSE(half.l2_cold);
   CHECK(half.l2_detail.find("75% of 32 lines evicted") != std::string::npos);
-  CHECK_FALSE(moe::stage_evidence(samples, 5, canary(1.0, 1)).l2_cold);
+  CHECK_FALSE(moe::stage_evidence(samples, 5, l2_observed(1.0, 1)).l2_cold);
   CHECK_FALSE(moe::stage_evidence(samples, 5, std::nullopt).l2_cold);
 }
 
