@@ -37,7 +37,7 @@ grid() { pivot "$@" | tail -n +2; }
 # so a figure is read as the kernels it is of. Reports from before the stream family name only
 # "mma" and "legacy": where it was not the legacy kernels is said. Later ones name the kernels
 # of every case (stream, mma, decode, wgmma-tiles, wmma-tiles): each kind's cases are listed.
-mma_note() {
+kernel_note() {
   gunzip -c "$1" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
@@ -91,7 +91,7 @@ for d in "$root"/reports/baselines/*/; do gpus+=("$(basename "$d")"); done
       echo
       pivot "$gpu" bandwidth pct_of_read_ceiling graph
       echo
-      mma_note "$f"
+      kernel_note "$f"
       echo "GPU time per layer, graph replay and eager:"
       grid "$gpu" bandwidth gpu_us_per_layer graph
       grid "$gpu" bandwidth gpu_us_per_layer eager
@@ -139,7 +139,7 @@ summary=$tmp/summary.md
     echo
     pivot "$gpu" bandwidth pct_of_read_ceiling graph
     echo
-    mma_note "$f"
+    kernel_note "$f"
   done
   echo "Every probe's figures, per-layer times and the capture-replay savings: [docs/results.md](docs/results.md)."
 } > "$summary"
