@@ -29,7 +29,7 @@ using namespace stream;
 
 // One block an SM: the rings take most of its shared memory, and the registers it leaves the
 // consumer warps hold a whole stage and its activations.
-template <WeightFormat F, bool kGateUp, int kChunks>
+template <WeightFormat F, bool kGateUp, int kChunks, int kTiles>
 __global__ void __launch_bounds__(kThreads, 1) stream_expert_gemm_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr bool kInt4 = F == WeightFormat::int4;
@@ -39,9 +39,9 @@ __global__ void __launch_bounds__(kThreads, 1) stream_expert_gemm_kernel(Params 
   if (threadIdx.x == 0) ring::init_slots(sm.full, sm.empty, kSlots, 1);
   __syncthreads();
   if (threadIdx.x >= 32 * kConsumerWarps) {
-    Producer<kInt4, kGateUp, kChunks>(p, sm).run();
+    Producer<kInt4, kGateUp, kChunks, kTiles>(p, sm).run();
   } else {
-    Consumer<kInt4, kGateUp, kChunks>(p, sm).run();
+    Consumer<kInt4, kGateUp, kChunks, kTiles>(p, sm).run();
   }
 #else
   (void)p;
@@ -49,36 +49,41 @@ __global__ void __launch_bounds__(kThreads, 1) stream_expert_gemm_kernel(Params 
 #endif
 }
 
-template <WeightFormat F, bool kGateUp, int kChunks>
-constexpr auto kKernel = stream_expert_gemm_kernel<F, kGateUp, kChunks>;
+template <WeightFormat F, bool kGateUp, int kChunks, int kTiles>
+constexpr auto kKernel = stream_expert_gemm_kernel<F, kGateUp, kChunks, kTiles>;
 
 // Lets the kernel use its largest dynamic shared memory, once per device (the call loads it).
-template <WeightFormat F, bool kGateUp, int kChunks>
+template <WeightFormat F, bool kGateUp, int kChunks, int kTiles>
 void configure_stream_kernel() {
   static bool configured[64] = {};
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < 64 && configured[dev]) return;
   const std::size_t bytes = SmemLayout{stream::slot_bytes(F == WeightFormat::int4)}.bytes();
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(kKernel<F, kGateUp, kChunks>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(kKernel<F, kGateUp, kChunks, kTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(bytes)));
   if (dev < 64) configured[dev] = true;
 }
 
-template <WeightFormat F, bool kGateUp, int kChunks>
+template <WeightFormat F, bool kGateUp, int kChunks, int kTiles>
 void launch_stream(const Params& p, bool programmatic, cudaStream_t stream) {
-  configure_stream_kernel<F, kGateUp, kChunks>();
+  configure_stream_kernel<F, kGateUp, kChunks, kTiles>();
   const std::size_t bytes = SmemLayout{stream::slot_bytes(F == WeightFormat::int4)}.bytes();
-  detail::launch(kKernel<F, kGateUp, kChunks>, dim3(current_device_multiprocessors()), dim3(kThreads), bytes, stream, programmatic,
+  detail::launch(kKernel<F, kGateUp, kChunks, kTiles>, dim3(current_device_multiprocessors()), dim3(kThreads), bytes, stream, programmatic,
                  "stream_expert_gemm_kernel", p);
 }
 
 // An expert holds at most one pair per token, so M bounds a pass: 1 or 2 chunks of 8 tokens
-// (passes of 16 beyond).
+// (passes of 16 beyond). int4 units take two tiles where unit_tiles says (stream_plan.hpp:
+// the activations' loads through L1 set the time there; H100, mixtral-8x7b M = 32, one tile a
+// unit: L1 75% busy, DRAM 45%).
 template <WeightFormat F, bool kGateUp>
 void launch_stream_format(const Params& p, bool programmatic, cudaStream_t stream) {
-  if (p.m <= 8) return launch_stream<F, kGateUp, 1>(p, programmatic, stream);
-  launch_stream<F, kGateUp, 2>(p, programmatic, stream);
+  if (p.m <= 8) return launch_stream<F, kGateUp, 1, 1>(p, programmatic, stream);
+  if constexpr (F == WeightFormat::int4)
+    if (unit_tiles(true, p.m, p.top_k, p.experts, p.tiles) == 2)
+      return launch_stream<F, kGateUp, 2, 2>(p, programmatic, stream);
+  launch_stream<F, kGateUp, 2, 1>(p, programmatic, stream);
 }
 
 template <bool kGateUp>
@@ -119,10 +124,14 @@ void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaSt
 
 template <WeightFormat F>
 void preload_stream_format() {
-  configure_stream_kernel<F, true, 1>();
-  configure_stream_kernel<F, true, 2>();
-  configure_stream_kernel<F, false, 1>();
-  configure_stream_kernel<F, false, 2>();
+  configure_stream_kernel<F, true, 1, 1>();
+  configure_stream_kernel<F, true, 2, 1>();
+  configure_stream_kernel<F, false, 1, 1>();
+  configure_stream_kernel<F, false, 2, 1>();
+  if constexpr (F == WeightFormat::int4) {
+    configure_stream_kernel<F, true, 2, 2>();
+    configure_stream_kernel<F, false, 2, 2>();
+  }
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // (stream_plan.hpp) and reads only its own ring. For every stage: wait for the slot, issue the
 // stage's activation loads (x is read by every tile of the layer, h by every tile of down:
 // L1/L2), copy the stage to registers (int4: a group ahead), release the slot, multiply on
-// mma.m16n8k16 with the weights as the 16-row A operand and each chunk of 8 tokens as B (the
-// fragments and k maps of expert_mma_fragments.hpp; int4 in the stream tiles, whose codes
+// mma.m16n8k16 with the weights as the 16-row A operand (int4: of each tile of the unit, with
+// the activations loaded once for both) and each chunk of 8 tokens as B (the fragments and k maps of expert_mma_fragments.hpp; int4 in the stream tiles, whose codes
 // pair with the activations as loaded). The sums stay in the warp's registers over the
 // unit-pass's segments, in segment order, and the warp stores them itself: gate_up
 // h = silu(gate) * up (bf16), down y (fp32). No warp waits for another.
@@ -18,13 +18,14 @@
 
 namespace moe::kernels::stream {
 
-template <bool kInt4, bool kGateUp, int kChunks>
+template <bool kInt4, bool kGateUp, int kChunks, int kTiles>
 struct Consumer {
+  static_assert(kTiles == 1 || (kInt4 && kTiles == 2), "two tiles a unit: int4 only");
   const Params& p;
   Smem& sm;
   const Segments seg;
   const int warp, lane, n, c;
-  float acc[kChunks][4];
+  float acc[kTiles][kChunks][4];
   // The lane's token row of each chunk; past the pass's tokens, its first token's row: the
   // mma's columns are independent and those columns are never stored, so no load needs a test.
   const uint4* x_row[kChunks];
@@ -32,7 +33,7 @@ struct Consumer {
   __device__ Consumer(const Params& params, Smem& s)
       : p(params),
         sm(s),
-        seg{params.k_len, kInt4},
+        seg{params.k_len, kInt4, kTiles},
         warp(threadIdx.x >> 5),
         lane(threadIdx.x & 31),
         n(lane >> 2),
@@ -49,7 +50,8 @@ struct Consumer {
   __device__ void begin_unit_pass(const Header& h) {
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
-      acc[ch][0] = acc[ch][1] = acc[ch][2] = acc[ch][3] = 0.f;
+#pragma unroll
+      for (int u = 0; u < kTiles; ++u) acc[u][ch][0] = acc[u][ch][1] = acc[u][ch][2] = acc[u][ch][3] = 0.f;
       const int tok = ch * 8 + n < h.tn ? ch * 8 + n : 0;
       x_row[ch] = reinterpret_cast<const uint4*>(p.input + static_cast<std::size_t>(input_row(h, tok)) * p.k_len);
     }
@@ -88,16 +90,16 @@ struct Consumer {
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) {
         if (ch * 8 >= h.tn) break;
-        mma_16816(acc[ch], expert_mma::bf16_a(rn[b], rn8[b], 0), expert_mma::bf16_b(x[b][ch], 0));
-        mma_16816(acc[ch], expert_mma::bf16_a(rn[b], rn8[b], 1), expert_mma::bf16_b(x[b][ch], 1));
+        mma_16816(acc[0][ch], expert_mma::bf16_a(rn[b], rn8[b], 0), expert_mma::bf16_b(x[b][ch], 0));
+        mma_16816(acc[0][ch], expert_mma::bf16_a(rn[b], rn8[b], 1), expert_mma::bf16_b(x[b][ch], 1));
       }
     }
   }
 
-  // What the lane multiplies for group j of segment s: its two vectors of codes and its scale
-  // pair from the slot, its activations of the live chunks.
+  // What the lane multiplies for group j of segment s: of each tile, its two vectors of codes
+  // and its scale pair from the slot; its activations of the live chunks.
   struct Group {
-    std::uint32_t vn[4], vn8[4], scales;
+    std::uint32_t vn[kTiles][4], vn8[kTiles][4], scales[kTiles];
     std::uint32_t x[kChunks][4][4];
   };
   // kWhole: every group of the stage is 128 k, so every lane has codes and the offsets are
@@ -117,59 +119,74 @@ struct Consumer {
             load_x(gr.x[ch][w], ch, expert_mma::int4_lane_x_k(g, c, w));
           else
             gr.x[ch][w][0] = gr.x[ch][w][1] = gr.x[ch][w][2] = gr.x[ch][w][3] = 0u;
-    if (has) {
-      const int v0 = kWhole ? int4_whole_slot_offset(j, 0, n, c) : int4_slot_offset(seg, s, j, 0, n, c);
-      const int v1 = kWhole ? int4_whole_slot_offset(j, 1, n, c) : int4_slot_offset(seg, s, j, 1, n, c);
-      copy_words(gr.vn, *reinterpret_cast<const uint4*>(bytes + v0));
-      copy_words(gr.vn8, *reinterpret_cast<const uint4*>(bytes + v1));
-    } else {
-      gr.vn[0] = gr.vn[1] = gr.vn[2] = gr.vn[3] = 0u;
-      gr.vn8[0] = gr.vn8[1] = gr.vn8[2] = gr.vn8[3] = 0u;
+#pragma unroll
+    for (int u = 0; u < kTiles; ++u) {
+      const int sj = u * seg.stage_groups() + j;  // the slot's group
+      if (has) {
+        const int v0 = kWhole ? int4_whole_slot_offset(sj, 0, n, c) : int4_slot_offset(seg, s, j, 0, n, c, u);
+        const int v1 = kWhole ? int4_whole_slot_offset(sj, 1, n, c) : int4_slot_offset(seg, s, j, 1, n, c, u);
+        copy_words(gr.vn[u], *reinterpret_cast<const uint4*>(bytes + v0));
+        copy_words(gr.vn8[u], *reinterpret_cast<const uint4*>(bytes + v1));
+      } else {
+        gr.vn[u][0] = gr.vn[u][1] = gr.vn[u][2] = gr.vn[u][3] = 0u;
+        gr.vn8[u][0] = gr.vn8[u][1] = gr.vn8[u][2] = gr.vn8[u][3] = 0u;
+      }
+      gr.scales[u] = *reinterpret_cast<const std::uint32_t*>(bytes + int4_scale_slot_offset(sj, n));
     }
-    gr.scales = *reinterpret_cast<const std::uint32_t*>(bytes + int4_scale_slot_offset(j, n));
   }
 
-  // One group into acc: its A fragments dequantised (one LOP3 and one bf16x2 subtraction a
-  // register, int4_mma_fragments.hpp) half a group at a time and used by every live chunk, 8
-  // mma steps a chunk (expert_mma_fragments.hpp's stream-tile map: B is the activations as
-  // loaded), the sums scaled in fp32 as the reference does. Even and odd steps sum into
-  // separate accumulators (two mma chains in flight, not one). No test between steps: a branch
-  // there puts a warp synchronisation before every mma and keeps the scheduler from
-  // overlapping them.
+  // One group into acc: of each tile, its A fragments dequantised (one LOP3 and one bf16x2
+  // subtraction a register, int4_mma_fragments.hpp) half a group at a time and used by every
+  // live chunk, 8 mma steps a chunk (expert_mma_fragments.hpp's stream-tile map: B is the
+  // activations as loaded), the sums scaled in fp32 as the reference does. With one tile, even
+  // and odd steps sum into separate accumulators (two mma chains in flight, not one; two tiles
+  // are two chains). No test between steps: a branch there puts a warp synchronisation before
+  // every mma and keeps the scheduler from overlapping them.
   template <int kLive>
   __device__ void group_mma(const Group& gr, int live) {
-    float d[kLive][2][4] = {};
+    constexpr int kChains = kTiles == 1 ? 2 : 1;
+    float d[kTiles][kLive][kChains][4] = {};
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      expert_mma::AFragment a[4];
+    for (int half = 0; half < 2; ++half)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(gr.vn, gr.vn8, 4 * half + i);
+      for (int u = 0; u < kTiles; ++u) {
+        expert_mma::AFragment a[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = expert_mma::int4_a(gr.vn[u], gr.vn8[u], 4 * half + i);
+#pragma unroll
+        for (int ch = 0; ch < kLive; ++ch)
+          if (ch == 0 || ch < live) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int st = 4 * half + i;
+              mma_16816(d[u][ch][i % kChains], a[i], expert_mma::int4_stream_b(gr.x[ch][st / 2], st));
+            }
+          }
+      }
+#pragma unroll
+    for (int u = 0; u < kTiles; ++u) {
+      const float sn = __uint_as_float(gr.scales[u] << 16), sn8 = __uint_as_float(gr.scales[u] & 0xFFFF0000u);
 #pragma unroll
       for (int ch = 0; ch < kLive; ++ch)
-        if (ch == 0 || ch < live) {
+        if (ch == 0 || ch < live)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            const int st = 4 * half + i;
-            mma_16816(d[ch][i & 1], a[i], expert_mma::int4_stream_b(gr.x[ch][st / 2], st));
+            const float sum = kChains == 2 ? d[u][ch][0][i] + d[u][ch][kChains - 1][i] : d[u][ch][0][i];
+            acc[u][ch][i] = fmaf(sum, i < 2 ? sn : sn8, acc[u][ch][i]);
           }
-        }
     }
-    const float sn = __uint_as_float(gr.scales << 16), sn8 = __uint_as_float(gr.scales & 0xFFFF0000u);
-#pragma unroll
-    for (int ch = 0; ch < kLive; ++ch)
-      if (ch == 0 || ch < live)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[ch][i] = fmaf(d[ch][0][i] + d[ch][1][i], i < 2 ? sn : sn8, acc[ch][i]);
   }
 
-  // One int4 stage: up to 8 groups. With one live chunk, a stage of 8 whole groups (every stage
-  // but K's last, when K is not a multiple of 1024) is unrolled with no test between its
-  // groups (with two chunks' activations that schedule spills registers).
+  // One int4 stage: up to 8 groups of one tile, or 4 of each of two. With one live chunk, a
+  // full stage of whole groups (every stage but K's last, when K is not a multiple of 1024) is
+  // unrolled with no test between its groups (with two chunks' activations that schedule
+  // spills registers).
   __device__ void int4_stage(const Header& h, int slot) {
+    constexpr int kStageGroups = kInt4SegmentGroups / kTiles;
     if (!seg.whole_groups(h.segment))
       int4_groups<false, 0, kChunks>(h, slot);
-    else if ((kChunks == 1 || h.tn <= 8) && seg.length(h.segment) == kInt4SegmentGroups)
-      int4_groups<true, kInt4SegmentGroups, 1>(h, slot);
+    else if ((kChunks == 1 || h.tn <= 8) && seg.length(h.segment) == kStageGroups)
+      int4_groups<true, kStageGroups, 1>(h, slot);
     else
       int4_groups<true, 0, kChunks>(h, slot);
   }
@@ -186,7 +203,7 @@ struct Consumer {
     load_group<kWhole, kLive>(gr[0], bytes, s, 0, live);
     if (groups == 1) release(slot);
 #pragma unroll
-    for (int j = 0; j < kInt4SegmentGroups; ++j) {
+    for (int j = 0; j < kInt4SegmentGroups / kTiles; ++j) {
       if (j >= groups) break;
       if (j + 1 < groups) {
         load_group<kWhole, kLive>(gr[(j + 1) & 1], bytes, s, j + 1, live);
@@ -203,24 +220,26 @@ struct Consumer {
     if (lane == 0) ring::arrive(&sm.empty[slot]);
   }
 
-  // The unit-pass's sums, stored from the lanes that hold them (C fragment: rows n, n + 8,
-  // tokens 2c, 2c + 1 of each chunk).
+  // The unit-pass's sums, stored from the lanes that hold them (C fragment of each tile: rows
+  // n, n + 8, tokens 2c, 2c + 1 of each chunk).
   __device__ void finish_unit_pass(const Header& h) const {
 #pragma unroll
-    for (int ch = 0; ch < kChunks; ++ch)
+    for (int u = 0; u < kTiles; ++u)
 #pragma unroll
-      for (int i = 0; i < (kGateUp ? 2 : 4); ++i) {  // gate_up: value i pairs with its up value i + 2
-        const int tok = ch * 8 + expert_mma::c_col(lane, i);
-        if (tok >= h.tn) continue;
-        const std::size_t pos = static_cast<std::size_t>(h.first_pair + h.t0 + tok);
-        const int row = int4_mma_layout::tile_source_row(h.tile, expert_mma::c_row(lane, i), kGateUp ? p.paired : 0);
-        if constexpr (kGateUp) {
-          reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + row] =
-              detail::to_bf16_bits(detail::silu(acc[ch][i]) * acc[ch][i + 2]);
-        } else {
-          p.down_out[pos * p.out_rows + row] = acc[ch][i];
+      for (int ch = 0; ch < kChunks; ++ch)
+#pragma unroll
+        for (int i = 0; i < (kGateUp ? 2 : 4); ++i) {  // gate_up: value i pairs with its up value i + 2
+          const int tok = ch * 8 + expert_mma::c_col(lane, i);
+          if (tok >= h.tn) continue;
+          const std::size_t pos = static_cast<std::size_t>(h.first_pair + h.t0 + tok);
+          const int row = int4_mma_layout::tile_source_row(h.tile + u, expert_mma::c_row(lane, i), kGateUp ? p.paired : 0);
+          if constexpr (kGateUp) {
+            reinterpret_cast<std::uint16_t*>(p.h_out)[pos * p.out_rows + row] =
+                detail::to_bf16_bits(detail::silu(acc[u][ch][i]) * acc[u][ch][i + 2]);
+          } else {
+            p.down_out[pos * p.out_rows + row] = acc[u][ch][i];
+          }
         }
-      }
   }
 
   __device__ void run() {

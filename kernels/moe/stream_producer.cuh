@@ -22,8 +22,9 @@ struct Entry {
   int pairs = 0;
 };
 
-template <bool kInt4, bool kGateUp, int kChunks>
+template <bool kInt4, bool kGateUp, int kChunks, int kTiles>
 struct Producer {
+  static_assert(kTiles == 1 || (kInt4 && kTiles == 2), "two tiles a unit: int4 only");
   static constexpr int kPassTokens = 8 * kChunks;
   const Params& p;
   Smem& sm;
@@ -34,7 +35,7 @@ struct Producer {
   int dealt = 0;  // unit-passes dealt so far, over both phases
 
   __device__ Producer(const Params& params, Smem& s)
-      : p(params), sm(s), seg{params.k_len, kInt4}, lane(threadIdx.x & 31), policy(ring::evict_first_policy()) {}
+      : p(params), sm(s), seg{params.k_len, kInt4, kTiles}, lane(threadIdx.x & 31), policy(ring::evict_first_policy()) {}
 
   // Entry i of phase `routed` (0: the shared experts, 1: the routed ones).
   __device__ Entry load_entry(bool routed, int i) const {
@@ -65,7 +66,7 @@ struct Producer {
     return e;
   }
 
-  __device__ int unit_passes(const Entry& e) const { return p.tiles * passes_of(e.pairs, kPassTokens); }
+  __device__ int unit_passes(const Entry& e) const { return p.tiles / kTiles * passes_of(e.pairs, kPassTokens); }
 
   // Lane w < kConsumerWarps: whether the next slot of warp w's ring is free; its index.
   __device__ bool next_slot_free(int& slot) const {
@@ -87,19 +88,25 @@ struct Producer {
     }
   }
 
-  // Stage h.segment of the lane's unit-pass into the free slot of its ring: one copy of its
-  // codes (bf16: values), contiguous in both layouts, and int4 one of its scales.
+  // Stage h.segment of the lane's unit-pass into the free slot of its ring: for each tile of
+  // the unit one copy of its codes (bf16: values), contiguous in both layouts, and int4 one of
+  // its scales.
   __device__ void push_stage(int slot, const Entry& e, const Header& h) {
     const int s = h.segment;
     unsigned char* dst = sm.ring + static_cast<std::size_t>(slot) * slot_bytes(kInt4);
     sm.headers[slot] = h;
     ring::arrive_expect_bytes(&sm.full[slot], seg.stage_bytes(s));  // announced before any copy lands
     const std::size_t tile_bytes = static_cast<std::size_t>(kTileRows) * p.k_len * (kInt4 ? 1 : 4) / 2;
-    ring::copy(dst, e.weights + h.tile * tile_bytes + seg.code_offset(s), seg.code_bytes(s), &sm.full[slot], policy);
-    if constexpr (kInt4)
-      ring::copy(dst + kInt4CodeBytes,
-                 e.scales + (static_cast<std::size_t>(h.tile) * int4_groups(p.k_len) + seg.first(s)) * kInt4ScaleBytes,
-                 seg.scale_bytes(s), &sm.full[slot], policy);
+#pragma unroll
+    for (int u = 0; u < kTiles; ++u) {
+      const int tile = h.tile + u;
+      ring::copy(dst + (kInt4 ? seg.tile_codes_at(u) : 0), e.weights + tile * tile_bytes + seg.code_offset(s),
+                 seg.code_bytes(s), &sm.full[slot], policy);
+      if constexpr (kInt4)
+        ring::copy(dst + seg.tile_scales_at(u),
+                   e.scales + (static_cast<std::size_t>(tile) * int4_groups(p.k_len) + seg.first(s)) * kInt4ScaleBytes,
+                   seg.scale_bytes(s), &sm.full[slot], policy);
+    }
     ++items;
   }
 
@@ -157,8 +164,8 @@ struct Producer {
         at = next_place(at, unit_passes(e));
       }
       const int passes = passes_of(my_entry.pairs, kPassTokens), t0 = my_unit_pass % passes * kPassTokens;
-      Header h{kStage, my_entry.first_pair, t0, min(kPassTokens, my_entry.pairs - t0), my_unit_pass / passes, 0, 0,
-               routed ? 0 : 1};
+      Header h{kStage, my_entry.first_pair, t0, min(kPassTokens, my_entry.pairs - t0), my_unit_pass / passes * kTiles, 0,
+               0, routed ? 0 : 1};
       while (__any_sync(0xffffffffu, left > 0)) {
         int slot;
         if (left > 0 && next_slot_free(slot)) {

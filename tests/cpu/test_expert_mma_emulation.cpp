@@ -201,10 +201,12 @@ void warp_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4
 
 // The same tile and chunk through the stream family: for each K segment the producer's copies
 // into a slot (poisoned first), then the warp that owns the unit-pass reads the whole slot and
-// accumulates into its sums, segment by segment, as the kernel does.
-void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
+// accumulates into its sums, segment by segment, as the kernel does. With two tiles a unit
+// (int4), the slot holds both tiles' stage and the warp reads the tile's own part of it.
+void stream_unit_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4], int unit_tiles) {
   namespace st = moe::kernels::stream;
-  const st::Segments seg{p.k, int4};
+  const st::Segments seg{p.k, int4, unit_tiles};
+  const int first_tile = tile - tile % unit_tiles, u = tile % unit_tiles;
   const int tn = std::min(8, p.tokens - t0);
   for (auto& a : acc) a[0] = a[1] = a[2] = a[3] = 0.f;
   std::vector<unsigned char> slot(st::slot_bytes(int4));
@@ -239,22 +241,26 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
     }
     const auto* codes = reinterpret_cast<const unsigned char*>(p.stream_packed.data());
     const auto* scales = reinterpret_cast<const unsigned char*>(p.scales.data());
-    std::memcpy(slot.data(), codes + static_cast<std::size_t>(tile) * st::kTileRows * p.k / 2 + seg.code_offset(s),
-                seg.code_bytes(s));
-    std::memcpy(slot.data() + st::kInt4CodeBytes,
-                scales + (static_cast<std::size_t>(tile) * int4_groups(p.k) + seg.first(s)) * st::kInt4ScaleBytes,
-                seg.scale_bytes(s));
+    for (int v = 0; v < unit_tiles; ++v) {  // the producer's copies: each tile of the unit
+      std::memcpy(slot.data() + seg.tile_codes_at(v),
+                  codes + static_cast<std::size_t>(first_tile + v) * st::kTileRows * p.k / 2 + seg.code_offset(s),
+                  seg.code_bytes(s));
+      std::memcpy(slot.data() + seg.tile_scales_at(v),
+                  scales + (static_cast<std::size_t>(first_tile + v) * int4_groups(p.k) + seg.first(s)) * st::kInt4ScaleBytes,
+                  seg.scale_bytes(s));
+    }
     for (int j = 0; j < seg.length(s); ++j) {
-      const int g = seg.first(s) + j, quads = layout::group_quads(p.k, g);
+      const int g = seg.first(s) + j, quads = layout::group_quads(p.k, g), sj = u * seg.stage_groups() + j;
       std::uint32_t vn[32][4] = {}, vn8[32][4] = {};
       for (int lane = 0; lane < 32; ++lane)
         if (lane % 4 < quads) {
-          slot_words(st::int4_slot_offset(seg, s, j, 0, lane / 4, lane % 4), vn[lane]);
-          slot_words(st::int4_slot_offset(seg, s, j, 1, lane / 4, lane % 4), vn8[lane]);
+          slot_words(st::int4_slot_offset(seg, s, j, 0, lane / 4, lane % 4, u), vn[lane]);
+          slot_words(st::int4_slot_offset(seg, s, j, 1, lane / 4, lane % 4, u), vn8[lane]);
         }
       for (int lane = 0; lane < 32 && seg.whole_groups(s); ++lane)  // the offsets the whole-group path uses
         for (int half = 0; half < 2; ++half)
-          CHECK(st::int4_whole_slot_offset(j, half, lane / 4, lane % 4) == st::int4_slot_offset(seg, s, j, half, lane / 4, lane % 4));
+          CHECK(st::int4_whole_slot_offset(sj, half, lane / 4, lane % 4) ==
+                st::int4_slot_offset(seg, s, j, half, lane / 4, lane % 4, u));
       emulate_int4_group(
           vn, vn8,
           [&](int lane, int word, std::uint32_t (&xw)[4]) {
@@ -262,12 +268,19 @@ void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32]
           },
           [&](int lane) {
             std::uint32_t pair;
-            std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(j, lane / 4), 4);
+            std::memcpy(&pair, slot.data() + st::int4_scale_slot_offset(sj, lane / 4), 4);
             return pair;
           },
           acc, true);
     }
   }
+}
+
+void stream_tile(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
+  stream_unit_tile(p, int4, tile, t0, acc, 1);
+}
+void stream_tile_of_two(const Problem& p, bool int4, int tile, int t0, float (&acc)[32][4]) {
+  stream_unit_tile(p, int4, tile, t0, acc, 2);
 }
 
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
@@ -504,6 +517,8 @@ TEST_CASE("the stream family's emulated consumer warp computes tiles equal to th
           CAPTURE(m);
           const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
           CHECK(check_problem(p, int4, gate_up, stream_tile) == 0);
+          if (int4 && rows / 16 % 2 == 0)  // units of two tiles (the kernel's choice from 9 tokens)
+            CHECK(check_problem(p, int4, gate_up, stream_tile_of_two) == 0);
         }
       }
 }

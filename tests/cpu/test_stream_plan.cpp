@@ -2,9 +2,9 @@
 // the kernel runs: the blocks' shares of a phase cover every stage of every unit-pass exactly
 // once and stay within one unit-pass of each other; each consumer warp's ring holds whole
 // unit-passes, segment by segment, and the warps' loads differ by at most one unit-pass; a
-// tile's stages copy each of its bytes exactly once; the owning warp reads each copied byte
-// exactly once, inside the copies, with no bank conflict in a quarter warp's 16-byte reads;
-// the rings fit the block's shared memory.
+// unit's stages (one tile, or int4 two) copy each of its bytes exactly once; the owning warp
+// reads each copied byte exactly once, inside the copies, with no bank conflict in a quarter
+// warp's 16-byte reads; the rings fit the block's shared memory.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -141,65 +141,76 @@ TEST_CASE("stream plan: passes cover each entry's tokens once") {
     }
 }
 
-TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each copied byte once") {
+TEST_CASE("stream plan: a unit's stages copy each byte once; the warps read each copied byte once") {
   // Reduction lengths of the shapes (hidden 2048, 2880, 4096, 7168; inter 768, 1408, 2880,
-  // 14336) and of the tiny test shapes (partial int4 groups: 96, 160).
+  // 14336) and of the tiny test shapes (partial int4 groups: 96, 160); units of one tile, and
+  // int4 units of two (one copy of codes and one of scales a tile, side by side in the slot).
   for (int k : {32, 64, 96, 160, 768, 1408, 2048, 2880, 4096, 7168, 14336})
-    for (bool int4 : {false, true}) {
-      CAPTURE(k);
-      CAPTURE(int4);
-      const Segments seg{k, int4};
-      const std::size_t tile_bytes = int4 ? static_cast<std::size_t>(kTileRows) * k / 2 : static_cast<std::size_t>(kTileRows) * k * 2;
-      const std::size_t tile_scales = int4 ? static_cast<std::size_t>(kInt4ScaleBytes) * int4_groups(k) : 0;
-      std::vector<int> code_copies(tile_bytes, 0), scale_copies(tile_scales, 0);
-      int bank_conflicts = 0, outside = 0, twice = 0;
-      for (int s = 0; s < seg.count(); ++s) {
-        CAPTURE(s);
-        // slot byte -> tile byte the producer's copies put there (-1: nothing)
-        std::vector<long long> source(slot_bytes(int4), -1);
-        // One copy of the stage's codes (bf16: values), the slot's first bytes; int4 one of
-        // its scales after kInt4CodeBytes.
-        REQUIRE(seg.code_bytes(s) % 16 == 0);
-        REQUIRE(seg.code_offset(s) % 16 == 0);
-        REQUIRE(seg.code_bytes(s) <= (int4 ? kInt4CodeBytes : slot_bytes(false)));
-        for (int b = 0; b < seg.code_bytes(s); ++b) {
-          source[b] = seg.code_offset(s) + b;
-          ++code_copies[seg.code_offset(s) + b];
-        }
-        std::uint32_t copied = static_cast<std::uint32_t>(seg.code_bytes(s));
-        if (int4) {
-          REQUIRE(seg.scale_bytes(s) % 16 == 0);
-          const std::size_t scale_at = static_cast<std::size_t>(kInt4ScaleBytes) * seg.first(s);
-          for (int b = 0; b < seg.scale_bytes(s); ++b) {
-            source[kInt4CodeBytes + b] = static_cast<long long>(tile_bytes + scale_at + b);
-            ++scale_copies[scale_at + b];
+    for (bool int4 : {false, true})
+      for (int tiles : {1, 2}) {
+        if (tiles == 2 && !int4) continue;
+        CAPTURE(k);
+        CAPTURE(int4);
+        CAPTURE(tiles);
+        const Segments seg{k, int4, tiles};
+        const std::size_t tile_bytes = int4 ? static_cast<std::size_t>(kTileRows) * k / 2 : static_cast<std::size_t>(kTileRows) * k * 2;
+        const std::size_t tile_scales = int4 ? static_cast<std::size_t>(kInt4ScaleBytes) * int4_groups(k) : 0;
+        // A tile's bytes as one image (codes, then scales), the unit's tiles one after another.
+        const std::size_t image = tile_bytes + tile_scales;
+        std::vector<int> copies(image * tiles, 0);
+        int bank_conflicts = 0, outside = 0, twice = 0, overlapping = 0;
+        for (int s = 0; s < seg.count(); ++s) {
+          CAPTURE(s);
+          // slot byte -> unit byte the producer's copies put there (-1: nothing)
+          std::vector<long long> source(slot_bytes(int4), -1);
+          auto place = [&](int at, std::size_t from, int bytes) {
+            for (int b = 0; b < bytes; ++b) {
+              REQUIRE(at + b < slot_bytes(int4));
+              overlapping += source[at + b] >= 0;
+              source[at + b] = static_cast<long long>(from + b);
+              ++copies[from + b];
+            }
+          };
+          REQUIRE(seg.code_bytes(s) % 16 == 0);
+          REQUIRE(seg.code_offset(s) % 16 == 0);
+          std::uint32_t copied = 0;
+          for (int u = 0; u < tiles; ++u) {
+            // One copy of the tile's codes of the stage (bf16: values); int4 one of its scales.
+            place(int4 ? seg.tile_codes_at(u) : 0, u * image + seg.code_offset(s), seg.code_bytes(s));
+            copied += static_cast<std::uint32_t>(seg.code_bytes(s));
+            if (int4) {
+              REQUIRE(seg.scale_bytes(s) % 16 == 0);
+              REQUIRE(seg.tile_codes_at(u) % 16 == 0);
+              REQUIRE(seg.tile_scales_at(u) % 16 == 0);
+              REQUIRE(seg.tile_codes_at(u) + seg.code_bytes(s) <= kInt4CodeBytes);
+              place(seg.tile_scales_at(u), u * image + tile_bytes + static_cast<std::size_t>(kInt4ScaleBytes) * seg.first(s),
+                    seg.scale_bytes(s));
+              copied += static_cast<std::uint32_t>(seg.scale_bytes(s));
+            }
           }
-          copied += static_cast<std::uint32_t>(seg.scale_bytes(s));
-        }
-        CHECK(copied == seg.stage_bytes(s));
-        // The owning warp's 16-byte reads of the codes (bf16: rows n and n + 8 of every block;
-        // int4: vectors (0, n, c) and (1, n, c) of every group for c < quads).
-        std::vector<int> reads(slot_bytes(int4), 0);
-        {
+          CHECK(copied == seg.stage_bytes(s));
+          // The owning warp's 16-byte reads of the codes (bf16: rows n and n + 8 of every block;
+          // int4: vectors (0, n, c) and (1, n, c) of every group of every tile for c < quads).
+          std::vector<int> reads(slot_bytes(int4), 0);
           std::vector<std::vector<int>> instructions;  // per load instruction, its lanes' offsets
           if (!int4) {
             for (int b = 0; b < seg.length(s) / 32; ++b)
               for (int half = 0; half < 2; ++half) {
                 std::vector<int> offs;
-                for (int lane = 0; lane < 32; ++lane)
-                  offs.push_back(bf16_slot_offset(b, half, lane / 4, lane % 4));
+                for (int lane = 0; lane < 32; ++lane) offs.push_back(bf16_slot_offset(b, half, lane / 4, lane % 4));
                 instructions.push_back(offs);
               }
           } else {
-            for (int w = 0; w < seg.length(s); ++w) {
-              const int quads = int4_mma_layout::group_quads(k, seg.first(s) + w);
-              for (int half = 0; half < 2; ++half) {
-                std::vector<int> offs;
-                for (int lane = 0; lane < 32; ++lane)
-                  offs.push_back(lane % 4 < quads ? int4_slot_offset(seg, s, w, half, lane / 4, lane % 4) : -1);
-                instructions.push_back(offs);
+            for (int u = 0; u < tiles; ++u)
+              for (int w = 0; w < seg.length(s); ++w) {
+                const int quads = int4_mma_layout::group_quads(k, seg.first(s) + w);
+                for (int half = 0; half < 2; ++half) {
+                  std::vector<int> offs;
+                  for (int lane = 0; lane < 32; ++lane)
+                    offs.push_back(lane % 4 < quads ? int4_slot_offset(seg, s, w, half, lane / 4, lane % 4, u) : -1);
+                  instructions.push_back(offs);
+                }
               }
-            }
           }
           for (const auto& offs : instructions) {
             for (int q = 0; q < 4; ++q) {  // a 16-byte load is served a quarter warp at a time
@@ -219,23 +230,23 @@ TEST_CASE("stream plan: a tile's stages copy each byte once; the warps read each
                   ++reads[off + b];
                 }
           }
+          for (int b = 0; b < (int4 ? kInt4CodeBytes : slot_bytes(false)); ++b)
+            if (source[b] >= 0 && reads[b] != 1) ++twice;
+          if (int4)  // each group's scale pairs: lane (n, c) reads word n of its slot group's 32 bytes
+            for (int u = 0; u < tiles; ++u)
+              for (int w = 0; w < seg.length(s); ++w)
+                for (int n = 0; n < 8; ++n) {
+                  const int off = int4_scale_slot_offset(u * seg.stage_groups() + w, n);
+                  const std::size_t want = u * image + tile_bytes + kInt4ScaleBytes * (seg.first(s) + w) + 4 * n;
+                  if (source[off] != static_cast<long long>(want)) ++outside;
+                }
         }
-        for (int b = 0; b < (int4 ? kInt4CodeBytes : slot_bytes(false)); ++b) {
-          if (source[b] >= 0 && reads[b] != 1) ++twice;
-        }
-        if (int4)  // each group's scale pairs: lane (n, c) reads word n of its group's 32 bytes
-          for (int w = 0; w < seg.length(s); ++w)
-            for (int n = 0; n < 8; ++n) {
-              const int off = int4_scale_slot_offset(w, n);
-              if (source[off] != static_cast<long long>(tile_bytes + kInt4ScaleBytes * (seg.first(s) + w) + 4 * n)) ++outside;
-            }
+        CHECK(bank_conflicts == 0);
+        CHECK(outside == 0);
+        CHECK(twice == 0);
+        CHECK(overlapping == 0);
+        CHECK(std::count(copies.begin(), copies.end(), 1) == static_cast<long>(image * tiles));
       }
-      CHECK(bank_conflicts == 0);
-      CHECK(outside == 0);
-      CHECK(twice == 0);
-      CHECK(std::count(code_copies.begin(), code_copies.end(), 1) == static_cast<long>(tile_bytes));
-      CHECK(std::count(scale_copies.begin(), scale_copies.end(), 1) == static_cast<long>(tile_scales));
-    }
 }
 
 TEST_CASE("stream plan: the rings fit the block's shared memory; a stage fits its slot") {
@@ -280,4 +291,18 @@ TEST_CASE("stream plan: a bf16 lane reads its rows' 8 k of each block from the s
     }
     CHECK(inverse_wrong == 0);
   }
+}
+
+TEST_CASE("stream plan: int4 units take two tiles from two chunks where experts expect two tokens") {
+  // The four peer shapes' routed experts (E, top_k) and an expert's gate_up and down tiles.
+  CHECK(unit_tiles(true, 8, 2, 8, 1792) == 1);     // one chunk a pass
+  CHECK(unit_tiles(true, 16, 2, 8, 1792) == 2);    // mixtral-8x7b: 4 tokens an expert
+  CHECK(unit_tiles(true, 16, 6, 64, 128) == 1);    // deepseek-v2-lite: 1.5
+  CHECK(unit_tiles(true, 32, 6, 64, 128) == 2);    // 3
+  CHECK(unit_tiles(true, 16, 8, 128, 96) == 1);    // qwen3-30b-a3b: 1
+  CHECK(unit_tiles(true, 32, 8, 128, 96) == 2);    // 2
+  CHECK(unit_tiles(true, 64, 2, 8, 181) == 1);     // tiles that do not pair up
+  CHECK(unit_tiles(false, 64, 2, 8, 1792) == 1);   // bf16: always one
+  for (int m = 1; m <= 64; ++m)  // from the threshold on, two at every larger M
+    if (unit_tiles(true, m, 4, 32, 360) == 2) CHECK(unit_tiles(true, m + 1, 4, 32, 360) == 2);
 }

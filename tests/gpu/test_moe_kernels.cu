@@ -813,12 +813,13 @@ TEST_CASE("forward on the model shapes") {
         INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::decode) << " with PDL");
         check_forward(layer, m, Routing::uniform, ForwardPath::decode, 2, st.s, true, with_pdl(true));
       }
-      if (fmt == WeightFormat::int4) {  // the tensor-core tiles where the default runs the mma family
+      if (fmt == WeightFormat::int4) {  // the kernels that read rows, where the default streams
         ForwardOptions legacy = no_pdl;
         legacy.gemm = GemmFamily::legacy;
+        const TestLayer rows(d, case_seed(), st.s, legacy);  // generated in the rows legacy reads
         for (int m : {16, 64}) {
           INFO(case_name(sh.name, d, m, Routing::uniform, ForwardPath::automatic) << " gemm=legacy");
-          check_forward(layer, m, Routing::uniform, ForwardPath::automatic, 2, st.s, false, legacy);
+          check_forward(rows, m, Routing::uniform, ForwardPath::automatic, 2, st.s, false, legacy);
         }
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
