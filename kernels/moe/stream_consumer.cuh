@@ -4,8 +4,9 @@
 // stage's activation loads (x is read by every tile of the layer, h by every tile of down:
 // L1/L2), copy the stage to registers (int4: a group ahead), release the slot, multiply on
 // mma.m16n8k16 with the weights as the 16-row A operand (int4: of each tile of the unit, with
-// the activations loaded once for both) and each chunk of 8 tokens as B (the fragments and k maps of expert_mma_fragments.hpp; int4 in the stream tiles, whose codes
-// pair with the activations as loaded). The sums stay in the warp's registers over the
+// the activations loaded once for both) and each chunk of 8 tokens as B (the fragments and k
+// maps of expert_mma_fragments.hpp; int4 in the stream tiles, whose codes pair with the
+// activations as loaded). The sums stay in the warp's registers over the
 // unit-pass's segments, in segment order, and the warp stores them itself: gate_up
 // h = silu(gate) * up (bf16), down y (fp32). No warp waits for another.
 #include <cuda_bf16.h>

@@ -8,8 +8,8 @@
 // Work. A *unit* is one or two adjacent 16-row tiles of one active expert (int4_mma_layout.hpp's
 // tiles: gate_up pairs gate rows 8t.. with their up rows, down takes output rows 16t..); a
 // *unit-pass* is a unit for one pass of up to 8 kChunks of its tokens; a *stage* is a unit-pass
-// over one K segment. Two tiles a unit (int4 from 9 tokens) halve the activation bytes a warp
-// loads a weight byte: each 16-byte activation load feeds 32 weight rows, not 16. A phase
+// over one K segment. Two tiles a unit (int4, where unit_tiles says) halve the activation bytes
+// a warp loads a weight byte: each 16-byte activation load feeds 32 weight rows, not 16. A phase
 // (the shared experts, which need no routing; then the routed ones) has U = sum over its
 // entries of units * passes unit-passes; block b of G takes the unit-passes [U b / G,
 // U (b + 1) / G), entry-major, then unit, then pass (a unit's passes are adjacent, so a second
@@ -78,7 +78,8 @@ struct Segments {
   // int4: the groups of one tile a stage holds (a slot holds 8 groups in all).
   MOE_HD int stage_groups() const { return kInt4SegmentGroups / tiles; }
   MOE_HD int count() const {
-    return int4 ? (int4_groups(k_len) + stage_groups() - 1) / stage_groups() : (k_len + kBf16SegmentK - 1) / kBf16SegmentK;
+    return int4 ? (int4_groups(k_len) + stage_groups() - 1) / stage_groups()
+                : (k_len + kBf16SegmentK - 1) / kBf16SegmentK;
   }
   // bf16: k of segment s; int4: groups of segment s.
   MOE_HD int first(int s) const { return s * (int4 ? stage_groups() : kBf16SegmentK); }
@@ -129,9 +130,8 @@ MOE_HD int passes_of(int pairs, int pass_tokens) { return pairs <= pass_tokens ?
 // Tiles a unit of an int4 layer at m tokens: two where a pass has two chunks (m > 8) and the
 // routed experts expect two tokens or more each (m top_k >= 2 E), when an expert's tiles pair
 // up. There the activations' loads through L1 set the time and a unit of two tiles halves them
-// (H100, M = 32: mixtral-8x7b 489 -> 400 us a layer, qwen3-30b-a3b 154 -> 148); with fewer
-// tokens an expert the units, half as many, leave the warps unevenly loaded (deepseek-v2-lite
-// M = 16, 1.5 tokens an expert: down 37 -> 43 us).
+// (mixtral-8x7b M = 32 on an H200: 1.28x); with fewer tokens an expert the units, half as many,
+// load the warps unevenly (docs/design/kernels.md, "Two tiles a unit").
 MOE_HD int unit_tiles(bool int4, int m, int top_k, int experts, int tiles) {
   return int4 && m > 8 && m * top_k >= 2 * experts && tiles % 2 == 0 ? 2 : 1;
 }

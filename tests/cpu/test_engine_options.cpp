@@ -223,7 +223,7 @@ TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 i
   CHECK(*int4.begin() == 9);  // the decode kernels to M = 8
   CHECK(*int4.rbegin() == moe::kernels::kMmaAutoMaxTokensInt4);
   for (int m = 1; m <= 512; ++m)  // int4 handed over in rows on sm_90a: the rule for rows
-    CHECK(moe::kernels::runs_mma_gemm(automatic, int4_dims(2048, 1408), Int4Layout::rows, m, 90) == int4.count(m) > 0);
+    CHECK(moe::kernels::runs_mma_gemm(automatic, int4_dims(2048, 1408), Int4Layout::rows, m, 90) == (int4.count(m) > 0));
   moe::kernels::ForwardOptions simt = automatic;
   simt.int4_decode = Int4Decode::simt;  // SIMT decode ends at M = 2: the family from 3
   CHECK(*mma_ms(simt, WeightFormat::int4, 80).begin() == 3);
