@@ -37,6 +37,7 @@ for name, ins in funcs.items():
     fmt = "int4" if "WeightFormatE1" in name else "bf16"
     gate = "gate_up" if re.search(r"WeightFormatE\dELb1", name) else "down"
     chunks = re.search(r"ELi(\d)E", name)
+    tiles = re.search(r"ELi\dELi(\d)E", name)  # int4 units of one or two tiles (stream_plan.hpp)
     best = None
     for i, (addr, text) in enumerate(ins):
         m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
@@ -45,7 +46,8 @@ for name, ins in funcs.items():
         hm = sum("HMMA" in t for t in body)
         if hm and any("SYNCS" in t and "TRYWAIT" in t for t in body):
             if best is None or (hm, -len(body)) > (sum("HMMA" in t for t in best), -len(best)): best = body
-    label = gate + " " + fmt + " " + (chunks.group(1) if chunks else "?") + " chunk(s)"
+    label = gate + " " + fmt + " " + (chunks.group(1) if chunks else "?") + " chunk(s)" + \
+        (", " + tiles.group(1) + " tile(s) a unit" if tiles else "")
     if best is None:
         print(f"{label}: no consumer loop found"); status = 2; continue
     hmma = sum("HMMA" in t for t in best)
