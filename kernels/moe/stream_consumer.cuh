@@ -122,7 +122,7 @@ struct Consumer {
             gr.x[ch][w][0] = gr.x[ch][w][1] = gr.x[ch][w][2] = gr.x[ch][w][3] = 0u;
 #pragma unroll
     for (int u = 0; u < kTiles; ++u) {
-      const int sj = u * seg.stage_groups() + j;  // the slot's group
+      const int sj = seg.slot_group(u, j);
       if (has) {
         const int v0 = kWhole ? int4_whole_slot_offset(sj, 0, n, c) : int4_slot_offset(seg, s, j, 0, n, c, u);
         const int v1 = kWhole ? int4_whole_slot_offset(sj, 1, n, c) : int4_slot_offset(seg, s, j, 1, n, c, u);

@@ -104,8 +104,10 @@ struct Segments {
   MOE_HD std::uint32_t stage_bytes(int s) const {
     return static_cast<std::uint32_t>(int4 ? tiles * (code_bytes(s) + scale_bytes(s)) : code_bytes(s));
   }
-  // int4: where tile u of the unit puts its codes and its scales in the slot. A slot's groups
-  // are numbered tile-major (slot group u * stage_groups() + j), which the offsets below take.
+  // int4: a slot's groups are numbered tile-major: group j of the stage's tile u is slot group
+  // slot_group(u, j), which the offsets below take.
+  MOE_HD int slot_group(int u, int j) const { return u * stage_groups() + j; }
+  // int4: where tile u of the unit puts its codes and its scales in the slot.
   MOE_HD int tile_codes_at(int u) const { return kInt4GroupBytes * stage_groups() * u; }
   MOE_HD int tile_scales_at(int u) const { return kInt4CodeBytes + kInt4ScaleBytes * stage_groups() * u; }
 };

@@ -250,7 +250,7 @@ void stream_unit_tile(const Problem& p, bool int4, int tile, int t0, float (&acc
                   seg.scale_bytes(s));
     }
     for (int j = 0; j < seg.length(s); ++j) {
-      const int g = seg.first(s) + j, quads = layout::group_quads(p.k, g), sj = u * seg.stage_groups() + j;
+      const int g = seg.first(s) + j, quads = layout::group_quads(p.k, g), sj = seg.slot_group(u, j);
       std::uint32_t vn[32][4] = {}, vn8[32][4] = {};
       for (int lane = 0; lane < 32; ++lane)
         if (lane % 4 < quads) {
@@ -517,7 +517,7 @@ TEST_CASE("the stream family's emulated consumer warp computes tiles equal to th
           CAPTURE(m);
           const Problem p = make_problem(rows, cs.k, m, gate_up, int4, rng());
           CHECK(check_problem(p, int4, gate_up, stream_tile) == 0);
-          if (int4 && rows / 16 % 2 == 0)  // units of two tiles (the kernel's choice from 9 tokens)
+          if (int4 && rows / 16 % 2 == 0)  // units of two tiles, at every m (unit_tiles takes them from 9)
             CHECK(check_problem(p, int4, gate_up, stream_tile_of_two) == 0);
         }
       }
