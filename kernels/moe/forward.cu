@@ -157,21 +157,11 @@ int current_device_multiprocessors() {
 }
 
 ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
-  ForwardPath p = a.path;
-  if (p == ForwardPath::automatic)
-    p = a.m <= decode_max_tokens(a.dims.format, a.options.int4_decode) ? ForwardPath::decode : ForwardPath::tensor_core;
-  // scale_input (Llama-4): only the tensor-core gate_up reads a pair's own input row
-  // (ScratchLayout::x_pairs), so those shapes take it at every M; the decode kernels would
-  // read the unscaled x.
-  if (a.dims.scale_input) {
-    if (current_device_sm() < 80)
-      bad("a routed expert input scaled by its weight (Llama-4) runs on the tensor-core path only, "
-          "which needs sm_80; this device is sm_" + std::to_string(current_device_sm()));
-    return ForwardPath::tensor_core;
-  }
-  // bf16 mma needs sm_80; Turing falls back to the SIMT kernels (they handle any M).
-  if (p == ForwardPath::tensor_core && current_device_sm() < 80) p = ForwardPath::decode;
-  return p;
+  if (a.dims.scale_input && current_device_sm() < 80)
+    bad("a routed expert input scaled by its weight (Llama-4) runs on the tensor-core path only, "
+        "which needs sm_80; this device is sm_" + std::to_string(current_device_sm()));
+  return takes_decode_path(a.path, a.options, a.dims, a.m, current_device_sm()) ? ForwardPath::decode
+                                                                                 : ForwardPath::tensor_core;
 }
 
 bool runs_mma_gemm(const MoeForwardArgs& a) {
@@ -211,22 +201,28 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
 
 void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
                           cudaStream_t stream) {
-  if (runs_stream_gemm(args)) {
-    enqueue_gate_up_stream(args, layout, stream);
-    enqueue_down_stream(args, layout, stream);
-  } else if (runs_mma_gemm(args)) {  // ForwardOptions::gemm's rule
-    enqueue_gate_up_mma(args, layout, stream);
-    enqueue_down_mma(args, layout, stream);
-  } else if (path == ForwardPath::decode && !in_stream_tiles(args.dims, args.experts.int4_layout)) {
-    // (the decode kernels read rows: the stream tiles are read by the wgmma tiles above the family's M)
-    enqueue_gate_up_decode(args, layout, stream);
-    enqueue_down_decode(args, layout, stream);
-  } else if (wgmma_tiles_run(args.dims, args.options, args.experts.int4_layout, args.m)) {
-    enqueue_gate_up_wgmma(args, layout, stream);
-    enqueue_down_wgmma(args, layout, stream);
-  } else {
-    enqueue_gate_up_tensor_core(args, layout, stream);
-    enqueue_down_tensor_core(args, layout, stream);
+  switch (expert_gemm_kernels(args.options, args.dims, args.experts.int4_layout, args.m, current_device_sm(),
+                              path == ForwardPath::decode)) {
+    case ExpertGemmKernels::stream:
+      enqueue_gate_up_stream(args, layout, stream);
+      enqueue_down_stream(args, layout, stream);
+      return;
+    case ExpertGemmKernels::mma:
+      enqueue_gate_up_mma(args, layout, stream);
+      enqueue_down_mma(args, layout, stream);
+      return;
+    case ExpertGemmKernels::decode:
+      enqueue_gate_up_decode(args, layout, stream);
+      enqueue_down_decode(args, layout, stream);
+      return;
+    case ExpertGemmKernels::wgmma_tiles:
+      enqueue_gate_up_wgmma(args, layout, stream);
+      enqueue_down_wgmma(args, layout, stream);
+      return;
+    case ExpertGemmKernels::wmma_tiles:
+      enqueue_gate_up_tensor_core(args, layout, stream);
+      enqueue_down_tensor_core(args, layout, stream);
+      return;
   }
 }
 

@@ -200,6 +200,42 @@ constexpr bool runs_wgmma_tiles(const ForwardOptions& o, const MoeDims& d, Int4L
   return d.hidden % chunk == 0 && d.inter % chunk == 0;
 }
 
+// Whether a forward of m tokens asked to take `requested` runs on the decode path, on a device
+// of compute capability sm: below sm_80 always (no bf16 mma: the SIMT kernels handle any M); a
+// scaled input (Llama-4) never (only the tensor-core gate_up reads it; resolve_forward_path
+// refuses it below sm_80); otherwise automatic by decode_max_tokens.
+constexpr bool takes_decode_path(ForwardPath requested, const ForwardOptions& o, const MoeDims& d, int m, int sm) {
+  if (sm < 80) return true;
+  if (d.scale_input) return false;
+  if (requested == ForwardPath::automatic)
+    requested = m <= decode_max_tokens(d.format, o.int4_decode) ? ForwardPath::decode : ForwardPath::tensor_core;
+  return requested == ForwardPath::decode;
+}
+
+// The expert GEMM kernels of one forward, as enqueue_expert_gemms runs them and a report names them.
+enum class ExpertGemmKernels { stream, mma, decode, wgmma_tiles, wmma_tiles };
+constexpr const char* to_string(ExpertGemmKernels k) {
+  switch (k) {
+    case ExpertGemmKernels::stream: return "stream";
+    case ExpertGemmKernels::mma: return "mma";
+    case ExpertGemmKernels::decode: return "decode";
+    case ExpertGemmKernels::wgmma_tiles: return "wgmma-tiles";
+    case ExpertGemmKernels::wmma_tiles: return "wmma-tiles";
+  }
+  return "?";
+}
+
+// Which kernels a forward of m tokens runs: the family ForwardOptions::gemm names or automatic
+// picks (stream, then mma), else the legacy family's decode kernels on the decode path (they
+// read rows: int4 in the stream tiles goes to the wgmma tiles) and its tensor-core tiles beyond.
+constexpr ExpertGemmKernels expert_gemm_kernels(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m,
+                                                int sm, bool decode_path) {
+  if (runs_stream_gemm(o, d, int4, m)) return ExpertGemmKernels::stream;
+  if (runs_mma_gemm(o, d, int4, m, sm)) return ExpertGemmKernels::mma;
+  if (decode_path && !in_stream_tiles(d, int4)) return ExpertGemmKernels::decode;
+  return runs_wgmma_tiles(o, d, int4, m, sm) ? ExpertGemmKernels::wgmma_tiles : ExpertGemmKernels::wmma_tiles;
+}
+
 // The expert GEMM kernels a layer's forward can run at some M: what preload_forward_kernels
 // loads (forward.hpp). decode: the decode kernels (the legacy family's small M); tiles: the
 // tensor-core tiles (its large M; runs_wgmma_tiles says which).

@@ -15,6 +15,7 @@
 
 #include "engine/engine.hpp"
 #include "kernels/moe/generate.hpp"
+#include "kernels/moe/stream_plan.hpp"
 #include "probes/bandwidth/cublas_peer.hpp"
 #include "probes/bandwidth/step_timing.hpp"
 #include "probes/bandwidth/step_flops.hpp"
@@ -51,19 +52,14 @@ StepBytes count_step_bytes(Engine& engine, int m) {
   return b;
 }
 
-// Which expert GEMM kernels the engine's forward of m tokens runs (ForwardOptions::gemm's and
-// ::tiles' rules), so a report says which kernels its figure is of: the stream or mma family,
-// or the legacy family's decode kernels or tiles by M.
-const char* expert_gemm_family(Engine& engine, int m, const Device& device) {
+// Which expert GEMM kernels the engine's forward of m tokens runs, so a report says which
+// kernels its figure is of.
+kernels::ExpertGemmKernels expert_gemm_kernels(Engine& engine, int m, const Device& device) {
   const LayerConfig& config = engine.layer(0).config();
   const int sm = device.props.major * 10 + device.props.minor;
   const kernels::Int4Layout int4 = engine.layer(0).weights().int4_layout();
-  if (kernels::runs_stream_gemm(config.options, config.dims, int4, m)) return "stream";
-  if (kernels::runs_mma_gemm(config.options, config.dims, int4, m, sm)) return "mma";
-  if (sm < 80 || (m <= kernels::decode_max_tokens(config.dims.format, config.options.int4_decode) &&
-                  !config.dims.scale_input))
-    return "decode";  // resolve_forward_path's rule
-  return kernels::runs_wgmma_tiles(config.options, config.dims, int4, m, sm) ? "wgmma-tiles" : "wmma-tiles";
+  const bool decode_path = kernels::takes_decode_path(config.path, config.options, config.dims, m, sm);
+  return kernels::expert_gemm_kernels(config.options, config.dims, int4, m, sm, decode_path);
 }
 
 // Hot and cold figures are different measurements: different names, so different keys, so
@@ -139,6 +135,7 @@ void run_bandwidth_probe(ProbeState& state) {
         c.checks = checks;
         c.parameters["layers"] = plan.layers;
         c.parameters["input_seed"] = input_seed;
+        const kernels::ExpertGemmKernels gemm = expert_gemm_kernels(engine, m, state.device());
         c.evidence = {{"layers", plan.layers},
                       {"layers_wanted", plan.wanted},
                       {"layers_reduced_for_memory", plan.reduced},
@@ -149,7 +146,14 @@ void run_bandwidth_probe(ProbeState& state) {
                                            "; " + std::to_string(plan.layers) +
                                            " layers of distinct weights per step"},
                       {"read_ceiling_bytes", ceiling.bytes},
-                      {"expert_gemm", expert_gemm_family(engine, m, state.device())}};
+                      {"expert_gemm", kernels::to_string(gemm)}};
+        if (gemm == kernels::ExpertGemmKernels::stream) {  // 16-row tiles a unit (stream_plan.hpp)
+          const kernels::MoeDims& d = engine.layer(0).config().dims;
+          const bool int4 = d.format == kernels::WeightFormat::int4;
+          c.evidence["stream_unit_tiles"] = {
+              {"gate_up", kernels::stream::unit_tiles(int4, m, d.top_k, d.experts, d.inter / 8)},
+              {"down", kernels::stream::unit_tiles(int4, m, d.top_k, d.experts, d.hidden / kernels::stream::kTileRows)}};
+        }
         if (engine.layer(0).config().dims.format == kernels::WeightFormat::int4)  // where the weights sit
           c.evidence["int4_layout"] = std::string(kernels::to_string(engine.layer(0).weights().int4_layout()));
         else

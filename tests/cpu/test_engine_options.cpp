@@ -286,16 +286,13 @@ TEST_CASE("a layer preloads exactly the expert GEMM kernels its forward can run 
             CAPTURE(rows);
             ExpertGemmFamilies seen;
             for (int m = 1; m <= 4096; ++m) {
-              const bool stream = moe::kernels::runs_stream_gemm(o, d, int4, m);
-              const bool mma = !stream && moe::kernels::runs_mma_gemm(o, d, int4, m, sm);
-              seen.stream |= stream;
-              seen.mma |= mma;
-              if (!stream && !mma) {  // resolve_forward_path's rule; the stream tiles' above the family's M
-                const bool decode = !moe::kernels::in_stream_tiles(d, int4) &&
-                                    (sm < 80 || (!scaled && m <= moe::kernels::decode_max_tokens(f, o.int4_decode)));
-                seen.decode |= decode;
-                seen.tiles |= !decode;
-              }
+              using moe::kernels::ExpertGemmKernels;
+              const bool decode_path = moe::kernels::takes_decode_path(moe::kernels::ForwardPath::automatic, o, d, m, sm);
+              const ExpertGemmKernels k = moe::kernels::expert_gemm_kernels(o, d, int4, m, sm, decode_path);
+              seen.stream |= k == ExpertGemmKernels::stream;
+              seen.mma |= k == ExpertGemmKernels::mma;
+              seen.decode |= k == ExpertGemmKernels::decode;
+              seen.tiles |= k == ExpertGemmKernels::wgmma_tiles || k == ExpertGemmKernels::wmma_tiles;
             }
             CHECK(expert_gemm_families(o, d, int4, sm) == seen);
           }
@@ -443,4 +440,23 @@ TEST_CASE("compare warns when the engine switches differ") {
   moe::report::write_file_atomically((dir / "b.json").string(), b.dump());
   const auto r = moe::test::moebench("compare", (dir / "a.json").string(), (dir / "b.json").string());
   CHECK(r.out.find("engine switch pdl") != std::string::npos);
+}
+
+TEST_CASE("the decode path: below sm_80 always, never for a scaled input, else by the request and M") {
+  using moe::kernels::ForwardPath;
+  using moe::kernels::takes_decode_path;
+  const moe::kernels::ForwardOptions o;
+  for (moe::kernels::WeightFormat f : {moe::kernels::WeightFormat::bf16, moe::kernels::WeightFormat::int4}) {
+    moe::kernels::MoeDims d = dims(f, 2048, 1408);
+    const int last = moe::kernels::decode_max_tokens(f, o.int4_decode);
+    CAPTURE(static_cast<int>(f));
+    CHECK(takes_decode_path(ForwardPath::automatic, o, d, last, 90));
+    CHECK_FALSE(takes_decode_path(ForwardPath::automatic, o, d, last + 1, 90));
+    CHECK(takes_decode_path(ForwardPath::decode, o, d, 4096, 90));
+    CHECK_FALSE(takes_decode_path(ForwardPath::tensor_core, o, d, 1, 90));
+    CHECK(takes_decode_path(ForwardPath::tensor_core, o, d, 4096, 75));
+    d.scale_input = true;
+    CHECK_FALSE(takes_decode_path(ForwardPath::automatic, o, d, 1, 90));
+    CHECK_FALSE(takes_decode_path(ForwardPath::decode, o, d, 1, 90));
+  }
 }
