@@ -103,7 +103,7 @@ void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaSt
   p.input = kGateUp ? a.x : l.at<__nv_bfloat16>(s, l.h);
   p.k_len = kGateUp ? d.hidden : d.inter;
   p.out_rows = kGateUp ? d.inter : d.hidden;
-  p.tiles = kGateUp ? d.inter / 8 : d.hidden / kTileRows;
+  p.tiles = expert_tiles(kGateUp, d.hidden, d.inter);
   p.paired = kGateUp ? d.inter : 0;
   p.m = a.m;
   p.top_k = d.top_k;

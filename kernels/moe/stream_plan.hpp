@@ -129,6 +129,10 @@ MOE_HD int int4_scale_slot_offset(int sj, int n) { return kInt4CodeBytes + kInt4
 // listed as active has a pair; a count the scratch lost is streamed once, never skipped).
 MOE_HD int passes_of(int pairs, int pass_tokens) { return pairs <= pass_tokens ? 1 : (pairs + pass_tokens - 1) / pass_tokens; }
 
+// 16-row tiles of one expert's weights: gate_up pairs gate rows 8t.. with their up rows, so
+// inter / 8; down hidden / 16.
+MOE_HD int expert_tiles(bool gate_up, int hidden, int inter) { return gate_up ? inter / 8 : hidden / kTileRows; }
+
 // Tiles a unit of an int4 layer at m tokens: two where a pass has two chunks (m > 8) and the
 // routed experts expect two tokens or more each (m top_k >= 2 E), when an expert's tiles pair
 // up. There the activations' loads through L1 set the time and a unit of two tiles halves them

@@ -151,8 +151,10 @@ void run_bandwidth_probe(ProbeState& state) {
           const kernels::MoeDims& d = engine.layer(0).config().dims;
           const bool int4 = d.format == kernels::WeightFormat::int4;
           c.evidence["stream_unit_tiles"] = {
-              {"gate_up", kernels::stream::unit_tiles(int4, m, d.top_k, d.experts, d.inter / 8)},
-              {"down", kernels::stream::unit_tiles(int4, m, d.top_k, d.experts, d.hidden / kernels::stream::kTileRows)}};
+              {"gate_up", kernels::stream::unit_tiles(int4, m, d.top_k, d.experts,
+                                                      kernels::stream::expert_tiles(true, d.hidden, d.inter))},
+              {"down", kernels::stream::unit_tiles(int4, m, d.top_k, d.experts,
+                                                   kernels::stream::expert_tiles(false, d.hidden, d.inter))}};
         }
         if (engine.layer(0).config().dims.format == kernels::WeightFormat::int4)  // where the weights sit
           c.evidence["int4_layout"] = std::string(kernels::to_string(engine.layer(0).weights().int4_layout()));

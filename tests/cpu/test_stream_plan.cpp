@@ -81,7 +81,7 @@ TEST_CASE("stream plan: the blocks' shares cover every stage once; each warp's r
     };
     std::vector<int> seen(static_cast<std::size_t>(base[n]), 0);
     long long most = 0, least = -1;
-    int out_of_order = 0, not_once = 0, uneven_warps = 0;
+    int out_of_order = 0, not_once = 0, stray = 0, uneven_warps = 0;
     for (int b = 0; b < blocks; ++b) {
       int dealt = first_dealt;
       const auto rings = block_rings(pairs, tiles, pass_tokens, segments, b, blocks, dealt);
@@ -95,10 +95,10 @@ TEST_CASE("stream plan: the blocks' shares cover every stage once; each warp's r
         unit_passes += static_cast<long long>(ring.size()) / segments;
         for (std::size_t i = 0; i < ring.size(); ++i) {
           const Stage& st = ring[i];
-        const bool inside = st.entry >= 0 && st.entry < n && st.tile >= 0 && st.tile < tiles && st.pass >= 0 &&
-                            st.pass < passes_of(pairs[st.entry], pass_tokens) && st.segment >= 0 && st.segment < segments;
-        if (inside) ++seen[static_cast<std::size_t>(index(st))];
-        else ++not_once;  // a stage of no unit-pass
+          const bool inside = st.entry >= 0 && st.entry < n && st.tile >= 0 && st.tile < tiles && st.pass >= 0 &&
+                              st.pass < passes_of(pairs[st.entry], pass_tokens) && st.segment >= 0 && st.segment < segments;
+          if (inside) ++seen[static_cast<std::size_t>(index(st))];
+          else ++stray;  // a stage of no unit-pass
           // A ring runs segment 0 .. segments - 1 of one unit-pass before the next one.
           const Stage& first = ring[i - i % segments];
           out_of_order += ring[i].segment != static_cast<int>(i % segments) || ring[i].entry != first.entry ||
@@ -116,6 +116,7 @@ TEST_CASE("stream plan: the blocks' shares cover every stage once; each warp's r
     CHECK(most - least <= 1);
     for (int count : seen) not_once += count != 1;
     CHECK(not_once == 0);
+    CHECK(stray == 0);  // no stage outside the phase's unit-passes
   }
 }
 
@@ -293,6 +294,8 @@ TEST_CASE("stream plan: a bf16 lane reads its rows' 8 k of each block from the s
 
 TEST_CASE("stream plan: int4 units take two tiles from two chunks where experts expect two tokens") {
   // The four peer shapes' routed experts (E, top_k) and an expert's gate_up and down tiles.
+  CHECK(expert_tiles(true, 4096, 14336) == 1792);  // mixtral-8x7b gate_up: 8 gate and 8 up rows a tile
+  CHECK(expert_tiles(false, 2048, 1408) == 128);   // deepseek-v2-lite down: 16 output rows a tile
   CHECK(unit_tiles(true, 8, 2, 8, 1792) == 1);     // one chunk a pass
   CHECK(unit_tiles(true, 16, 2, 8, 1792) == 2);    // mixtral-8x7b: 4 tokens an expert
   CHECK(unit_tiles(true, 16, 6, 64, 128) == 1);    // deepseek-v2-lite: 1.5
