@@ -7,8 +7,10 @@
 
 namespace moe {
 
-CapturedGraph::CapturedGraph(Stream& stream, const std::function<void()>& enqueue) {
-  MOE_CUDA_CHECK(cudaStreamBeginCapture(stream.handle(), cudaStreamCaptureModeGlobal));
+CapturedGraph::CapturedGraph(Stream& stream, const std::function<void()>& enqueue, CaptureScope scope) {
+  const cudaStreamCaptureMode mode =
+      scope == CaptureScope::thread ? cudaStreamCaptureModeThreadLocal : cudaStreamCaptureModeGlobal;
+  MOE_CUDA_CHECK(cudaStreamBeginCapture(stream.handle(), mode));
   try {
     enqueue();
   } catch (...) {

@@ -122,10 +122,11 @@ void ep_step_body(ep::EpWorker& w) {
             }
             // Graph mode: the steady step captured once (fixed sizes, enqueue-only, counts in the
             // block headers), then replayed; its output is checked after the replays, with an
-            // input the capture never saw, so a replay that reused captured counts is caught.
+            // input the capture never saw, so a replay that reused captured counts is caught. Thread
+            // scope: the rank's watchdog and rendezvous threads must not invalidate it.
             std::unique_ptr<CapturedGraph> captured;
             if (graph) {
-              captured = std::make_unique<CapturedGraph>(stream, [&] { layer.enqueue_step(false); });
+              captured = std::make_unique<CapturedGraph>(stream, [&] { layer.enqueue_step(false); }, CaptureScope::thread);
               mine["graph_nodes"] = captured->nodes();
             }
             std::vector<double> route, dispatch, compute, combine, step, host;

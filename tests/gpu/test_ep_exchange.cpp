@@ -236,7 +236,9 @@ TEST_CASE("a captured sharded step replays right, also on input the capture neve
       layer.generate_input(r * m);
       layer.enqueue_step();
       layer.finish("the eager step");
-      CapturedGraph graph(stream, [&] { layer.enqueue_step(); });
+      // Thread scope: the other ranks are threads of this process, enqueueing and syncing their
+      // own steps while this one captures.
+      CapturedGraph graph(stream, [&] { layer.enqueue_step(); }, CaptureScope::thread);
       if (graph.nodes() == 0) failures[r] += "the graph captured no nodes; ";
       for (int first : {r * m, (world + r) * m, (2 * world + r) * m}) {
         layer.generate_input(first);
