@@ -1,9 +1,9 @@
 // Stage 1 of the forward: router logits, top-k with weights, and grouping of (token, slot)
 // pairs by expert, in one kernel so a decode step pays one launch for all of routing.
 //
-// Grid (E, ceil(m / 8)): a block computes one expert's logits for a tile of 8 tokens, its 8
-// warps splitting H (16-byte loads, fp32 accumulation, partial sums added in warp order, so
-// the result does not depend on scheduling). The last block to finish a token tile (counter
+// Grid (ceil(E / 16), ceil(m / 8)): a block computes 16 experts' logits for a tile of 8 tokens, its 8
+// warps splitting H (route_logits.cuh: tensor cores from sm_80, partial sums added in warp
+// order, so the result does not depend on scheduling). The last block to finish a token tile (counter
 // per tile) ranks that tile's tokens (rank_tile: top-k ids, then a warp a token for the weights); the
 // last tile to finish (global counter) groups all pairs. Counters are zeroed by a memset node
 // before the kernel.
@@ -14,8 +14,8 @@
 // ranks and groups with the logits, top-k ids and membership words in shared memory
 // (group_decode_pairs). No memset node, no fences, no counter atomics, no re-reads of the ids
 // from L2. It is launched programmatically: the
-// router rows (which no earlier kernel writes) are loaded into registers (HeldRouterRows, up
-// to 8 rows a block at H <= 2048) or asked of L2 while the previous layer's combine still
+// router rows (which no earlier kernel writes) are loaded into registers (HeldRouterTile, up
+// to 16 rows a block at H <= 2048) or asked of L2 while the previous layer's combine still
 // runs, and it lets gate_up start once its logits are done.
 //
 // Why this shape (docs/design/kernels.md has the figures): at decode sizes the route is a
@@ -27,8 +27,7 @@
 // are fetched cold while gate_up's shared experts load the memory system (a per-warp trace put
 // the first run of the top-k and weights at several times a second run). So that code is kept
 // small: loops over a lane's logits or a thread's experts are not unrolled, no register array is
-// indexed by them, the logits' warp sums for several experts run as one transposed reduction
-// (detail::warp_sums_transposed, the same bits as warp_sum), one token groups in one phase
+// indexed by them, one token groups in one phase
 // beside the weighing (group_one_token), and one token has a kernel of its own
 // (route_cluster_kernel<true>: 36 KB of SASS where the general one has 88), so the ranking
 // block fetches only that path's code.
@@ -42,53 +41,15 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/launch.cuh"
+#include "kernels/moe/route_logits.cuh"
+#include "kernels/moe/route_params.cuh"
 #include "kernels/moe/route_telemetry.cuh"
 
 namespace moe::kernels {
 
 namespace {
 
-constexpr int kRouteWarps = 8;
-constexpr int kRouteThreads = kRouteWarps * 32;
-constexpr int kRouteTokens = 8;
-constexpr int kMaxLogitsPerLane = 16;  // E <= 512
-constexpr int kMaxTotalExperts = 1024;  // E + S
-constexpr int kMaxTopK = 32;            // validate_forward_args' bound
-constexpr int kClusterBlocks = 8;       // portable cluster size: easy to co-schedule in one GPC
-[[maybe_unused]] constexpr int kLogitExperts = 4;  // router rows a thread loads at once (cluster route)
-
-struct RouteParams {
-  const __nv_bfloat16* x;
-  const __nv_bfloat16* router;
-  const float* bias;
-  int m, hidden, experts, shared, top_k, bit_words;
-  bool softmax, renormalize;
-  RouteTelemetry telemetry;  // armed: every routed pair is recorded where it is weighed
-  float* logits;
-  int* topk_ids;
-  float* topk_weights;
-  int* counts;
-  int* offsets;
-  int* num_active;
-  int* active;
-  int* num_tiles;
-  int2* tiles;
-  int* sorted_pairs;
-  int* pair_position;
-  std::uint32_t* membership;
-  int* membership_prefix;
-  unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
-  TopKSelect select;       // ForwardOptions::top_k_select
-  bool hold_router_rows;   // ForwardOptions::hold_router_rows (cluster route)
-  // Routing of real configs (route_kernel<true> only; MoeDims::plain_routing shapes never read them).
-  const float* selection_bias;  // noaux_tc's correction bias [E], or null
-  int n_group, topk_group;      // 1, 1 unless grouped
-  bool group_top2;              // noaux_tc: a group scores the sum of its two best choices
-  bool grouped;
-  float routed_scaling;
-  float* shared_gate;           // [m]: sigmoid(x . router row E), or null (no gate)
-  __nv_bfloat16* x_pairs;       // [pairs, H]: each pair's gate_up input (scale_input), or null
-};
+using namespace route;
 
 constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
 
@@ -576,130 +537,22 @@ __device__ void group_one_token(const RouteParams& p, const int* selected) {
   pad_active_list(p, active, Et);
 }
 
-template <int kExperts, class Store>
-__device__ void store_logits(const RouteParams& p, const float (&partial)[kRouteWarps][kExperts][kRouteTokens], int e0,
-                             int ne, int t0, int tn, Store store);
-
-// Logits of experts e0 .. e0 + ne - 1 (ne <= kExperts) for tokens t0 .. t0 + tn - 1
-// (tn <= kTokens <= kRouteTokens; kTokens bounds the unrolled token loop, so a one-token
-// kernel carries one copy), handed to store(e, t, logit) by thread t of the block. Every expert is
-// summed the same way whatever kExperts (thread i takes vectors i, i + 256, ...; warp sums,
-// then the 8 warps' partials in warp order), so every route kernel writes the same bits. The
-// router rows of all kExperts experts are loaded before any is used: that many loads in flight.
-template <int kExperts, int kTokens = kRouteTokens, class Store>
-__device__ void block_logits(const RouteParams& p, int e0, int ne, int t0, int tn, Store store) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __shared__ float partial[kRouteWarps][kExperts][kRouteTokens];
-  float acc[kExperts][kTokens];
-#pragma unroll
-  for (int j = 0; j < kExperts; ++j)
-#pragma unroll
-    for (int t = 0; t < kTokens; ++t) acc[j][t] = 0.f;
-  const int vecs = p.hidden / 8;
-  const uint4* xs = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t0) * p.hidden);
-#pragma unroll 4
-  for (int v = threadIdx.x; v < vecs; v += kRouteThreads) {
-    uint4 w[kExperts];
-#pragma unroll
-    for (int j = 0; j < kExperts; ++j) {
-      const int e = e0 + min(j, ne - 1);  // past ne: a repeat load whose sum is never stored
-      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(e) * p.hidden) + v);
-    }
-#pragma unroll
-    for (int t = 0; t < kTokens; ++t) {
-      if (t < tn) {
-        const uint4 xv = __ldg(xs + static_cast<std::size_t>(t) * vecs + v);
-#pragma unroll
-        for (int j = 0; j < kExperts; ++j) acc[j][t] = detail::dot8_bf16(w[j], xv, acc[j][t]);
-      }
-    }
-  }
-  constexpr int kLanesPerSum = 32 / kExperts;  // lanes l .. l + kLanesPerSum - 1 end with expert l / kLanesPerSum's
-#pragma unroll
-  for (int t = 0; t < kTokens; ++t) {
-    if (t < tn) {  // no sums over the empty token slots (m = 1: 1 of 8)
-      float v[kExperts];
-#pragma unroll
-      for (int j = 0; j < kExperts; ++j) v[j] = acc[j][t];
-      const float s = detail::warp_sums_transposed(v);
-      if (lane % kLanesPerSum == 0) partial[warp][lane / kLanesPerSum][t] = s;
-    }
-  }
-  store_logits<kExperts>(p, partial, e0, ne, t0, tn, store);
-}
-
-// The 8 warps' partial sums of each logit, added in warp order, plus the bias.
-template <int kExperts, class Store>
-__device__ void store_logits(const RouteParams& p, const float (&partial)[kRouteWarps][kExperts][kRouteTokens], int e0,
-                             int ne, int t0, int tn, Store store) {
-  __syncthreads();
-  for (int i = threadIdx.x; i < ne * kRouteTokens; i += kRouteThreads) {
-    const int j = i / kRouteTokens, t = i % kRouteTokens;
-    if (t < tn) {
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < kRouteWarps; ++w) s += partial[w][j][t];
-      store(e0 + j, t0 + t, s + (p.bias ? p.bias[e0 + j] : 0.f));
-    }
-  }
-  __syncthreads();  // partial is reused by the next call
-}
-
-// Router rows held in registers across the dependency wait (cluster route): a block's rows
-// (at most kHeldRows experts) when one 16-byte vector a thread covers a row (H <= 2048). No
-// earlier kernel writes the router, so they are loaded while the previous kernel still runs,
-// and after the wait the logits cost one load of x instead of two L2 round trips.
-constexpr int kHeldRows = 8;
-struct HeldRouterRows {
-  uint4 w[kHeldRows];
-  __device__ static bool fits(const RouteParams& p, int count) {
-    return count <= kHeldRows && p.hidden <= 8 * kRouteThreads;
-  }
-  __device__ void load(const RouteParams& p, int first, int count) {
-    const int v = min(static_cast<int>(threadIdx.x), p.hidden / 8 - 1);  // past H: never summed
-#pragma unroll
-    for (int j = 0; j < kHeldRows; ++j)
-      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(first + min(j, count - 1)) * p.hidden) +
-                   v);
-  }
-  // block_logits' sums from the held rows, for tokens 0 .. m - 1: same order, so the same bits.
-  template <class Store>
-  __device__ void logits(const RouteParams& p, int m, int first, int count, Store store) const {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __shared__ float partial[kRouteWarps][kHeldRows][kRouteTokens];
-    const bool in_row = static_cast<int>(threadIdx.x) < p.hidden / 8;
-    for (int t = 0; t < m; ++t) {
-      const uint4* x_row = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden);
-      const uint4 xv = in_row ? __ldg(x_row + threadIdx.x) : make_uint4(0, 0, 0, 0);
-      float v[kHeldRows];
-#pragma unroll
-      for (int j = 0; j < kHeldRows; ++j) v[j] = in_row ? detail::dot8_bf16(w[j], xv, 0.f) : 0.f;
-      const float s = detail::warp_sums_transposed(v);  // 9 shuffles for the 8 rows, not 40
-      if (lane % (32 / kHeldRows) == 0) partial[warp][lane / (32 / kHeldRows)][t] = s;
-    }
-    store_logits<kHeldRows>(p, partial, first, count, 0, m, store);
-  }
-};
-
-// kRich: the routing of real configs (route_token_rich), and with a shared gate one block more
-// a tile (blockIdx.x == E) for the gate's row. The plain instantiation is the fast path as it was.
+// A block computes the logits of 16 router rows (route_logits.cuh's tile) for its token tile;
+// kRich: the routing of real configs (route_token_rich), where router row E is the shared gate's
+// (its sigmoid to shared_gate). The plain instantiation is the fast path.
 template <bool kRich>
-__global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteParams p) {
+__global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(RouteParams p) {
   // The expert kernels may be scheduled now; they wait for this grid before reading routing.
   detail::allow_dependent_launch();
   const int t0 = blockIdx.y * kRouteTokens;
   const int tn = min(kRouteTokens, p.m - t0);
-  if (kRich && static_cast<int>(blockIdx.x) >= p.experts) {
-    RouteParams gate = p;
-    gate.bias = nullptr;  // the skew bias is the routed experts'; the gate row has none
-    block_logits<1>(gate, p.experts, 1, t0, tn, [&](int, int t, float logit) {
+  const int rows = p.experts + (kRich && p.shared_gate ? 1 : 0), r0 = static_cast<int>(blockIdx.x) * kTileExperts;
+  logits(p, r0, min(kTileExperts, rows - r0), t0, tn, [&](int e, int t, float logit) {
+    if (kRich && e == p.experts)
       p.shared_gate[t] = 1.0f / (1.0f + expf(-logit));
-    });
-  } else {
-    block_logits<1>(p, blockIdx.x, 1, t0, tn, [&](int e, int t, float logit) {
+    else
       p.logits[static_cast<std::size_t>(t) * p.experts + e] = logit;
-    });
-  }
+  });
   // Last expert block of this token tile ranks its tokens.
   __shared__ bool last;
   __threadfence();
@@ -770,8 +623,8 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   // No earlier kernel writes the router: bring this block's rows into registers (or L2)
   // while the previous kernel (the last layer's combine) finishes. x and scratch only after the wait: the
   // previous layer's kernels read this scratch and write x.
-  const bool held = p.hold_router_rows && HeldRouterRows::fits(p, count) && count > 0;
-  HeldRouterRows rows;
+  const bool held = p.hold_router_rows && HeldRouterTile::fits(p, count);
+  HeldRouterTile rows;
   if (held) {
     rows.load(p, first, count);
   } else {
@@ -790,9 +643,8 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   };
   if (held)
     rows.logits(p, m, first, count, store);
-  else
-    for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
-      block_logits<kLogitExperts, kTokens>(p, e0, min(kLogitExperts, first + count - e0), 0, m, store);
+  else if (count > 0)
+    logits(p, first, count, 0, m, store);
   cluster.sync();  // every block's logits are in block 0's shared memory
   // Only now may gate_up be scheduled: it reads x (complete: this grid has waited) and then
   // streams the shared experts while block 0 ranks and groups. Earlier, its stream would slow
@@ -884,7 +736,7 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
     return;
   }
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
-  const dim3 grid(d.router_rows(), l.route_tiles);
+  const dim3 grid((d.router_rows() + kTileExperts - 1) / kTileExperts, l.route_tiles);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
   if (d.plain_routing()) {
