@@ -16,12 +16,10 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/expert_mma_fragments.hpp"
 #include "kernels/moe/mma_sync.cuh"
+#include "kernels/moe/route_logits_map.hpp"
 #include "kernels/moe/route_params.cuh"
 
 namespace moe::kernels::route {
-
-constexpr int kTileExperts = 16;  // a block's experts a pass: the A tile's rows
-constexpr int kUnitK = 32;        // a lane's 16-byte vector at 8 c within a unit (bf16_lane_k)
 
 template <int kExperts, class Store>
 __device__ inline void store_logits(const RouteParams& p, const float (&partial)[kRouteWarps][kExperts][kRouteTokens], int e0,
@@ -92,10 +90,9 @@ __device__ inline void store_logits(const RouteParams& p, const float (&partial)
   __syncthreads();  // partial is reused by the next call
 }
 
-// A lane's 8 bf16 of `row` at k, zeros past H (H % 8 == 0: a vector is all in or all out), so a
-// unit past H adds nothing and a non-finite value beyond the row never meets a zero.
+// A lane's 8 bf16 of `row` at k, zeros past H (vector_in_row).
 __device__ __forceinline__ uint4 row_vector(const __nv_bfloat16* row, int k, int hidden) {
-  return k < hidden ? __ldg(reinterpret_cast<const uint4*>(row + k)) : make_uint4(0, 0, 0, 0);
+  return vector_in_row(k, hidden) ? __ldg(reinterpret_cast<const uint4*>(row + k)) : make_uint4(0, 0, 0, 0);
 }
 
 // One 32-k unit into the lane's C fragment: its vectors of rows g and g + 8 and of token g,
@@ -129,13 +126,12 @@ __device__ void store_tile_logits(const RouteParams& p, const float (&c)[4], int
   store_logits<kTileExperts>(p, partial, e0, ne, t0, tn, store);
 }
 
-// The row of expert e0 + i (past ne: a repeat of the last, never stored) and of token t0 + t
-// (past tn: a repeat of the last, never stored).
+// The row of the tile's expert i (experts e0 .. e0 + ne - 1) and of its token t.
 __device__ __forceinline__ const __nv_bfloat16* router_row(const RouteParams& p, int e0, int ne, int i) {
-  return p.router + static_cast<std::size_t>(e0 + min(i, ne - 1)) * p.hidden;
+  return p.router + static_cast<std::size_t>(e0 + tile_member(i, ne)) * p.hidden;
 }
 __device__ __forceinline__ const __nv_bfloat16* token_row(const RouteParams& p, int t0, int tn, int t) {
-  return p.x + static_cast<std::size_t>(t0 + min(t, tn - 1)) * p.hidden;
+  return p.x + static_cast<std::size_t>(t0 + tile_member(t, tn)) * p.hidden;
 }
 
 // Logits of experts e0 .. e0 + ne - 1 (ne <= 16) for tokens t0 .. t0 + tn - 1 (tn <= 8) on
@@ -144,11 +140,11 @@ template <class Store>
 __device__ void logits_mma(const RouteParams& p, int e0, int ne, int t0, int tn, Store store) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
   const __nv_bfloat16 *rg = router_row(p, e0, ne, g), *rg8 = router_row(p, e0, ne, g + 8), *xg = token_row(p, t0, tn, g);
-  const int units = (p.hidden + kUnitK - 1) / kUnitK;
+  const int units = logit_units(p.hidden);
   float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 4
-  for (int u = warp; u < units; u += kRouteWarps) {
-    const int k = expert_mma::bf16_lane_k(u, q);
+  for (int u = warp; u < units; u += kRouteWarps) {  // warp_unit(warp, 0), warp_unit(warp, 1), ...
+    const int k = unit_lane_k(u, q);
     logit_unit(c, row_vector(rg, k, p.hidden), row_vector(rg8, k, p.hidden), row_vector(xg, k, p.hidden));
   }
   store_tile_logits(p, c, e0, ne, t0, tn, store);
@@ -180,7 +176,7 @@ struct HeldRouterTile {
     const __nv_bfloat16 *rg = router_row(p, first, count, g), *rg8 = router_row(p, first, count, g + 8);
 #pragma unroll
     for (int j = 0; j < kHeldUnits; ++j) {
-      const int k = expert_mma::bf16_lane_k(warp + kRouteWarps * j, q);
+      const int k = unit_lane_k(warp_unit(warp, j), q);
       row_g[j] = row_vector(rg, k, p.hidden);
       row_g8[j] = row_vector(rg8, k, p.hidden);
     }
@@ -191,14 +187,14 @@ struct HeldRouterTile {
   __device__ void logits(const RouteParams& p, int m, int first, int count, Store store) const {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
     const __nv_bfloat16* xg = token_row(p, 0, m, g);
-    const int units = (p.hidden + kUnitK - 1) / kUnitK;
+    const int units = logit_units(p.hidden);
     uint4 x[kHeldUnits];
 #pragma unroll
-    for (int j = 0; j < kHeldUnits; ++j) x[j] = row_vector(xg, expert_mma::bf16_lane_k(warp + kRouteWarps * j, q), p.hidden);
+    for (int j = 0; j < kHeldUnits; ++j) x[j] = row_vector(xg, unit_lane_k(warp_unit(warp, j), q), p.hidden);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < kHeldUnits; ++j)
-      if (warp + kRouteWarps * j < units) logit_unit(c, row_g[j], row_g8[j], x[j]);
+      if (warp_unit(warp, j) < units) logit_unit(c, row_g[j], row_g8[j], x[j]);
     store_tile_logits(p, c, first, count, 0, m, store);
   }
 };

@@ -6,13 +6,12 @@
 #include <cstdint>
 
 #include "kernels/moe/forward_options.hpp"
+#include "kernels/moe/route_logits_map.hpp"
 #include "kernels/moe/route_telemetry.hpp"
 
 namespace moe::kernels::route {
 
-constexpr int kRouteWarps = 8;
 constexpr int kRouteThreads = kRouteWarps * 32;
-constexpr int kRouteTokens = 8;
 constexpr int kMaxLogitsPerLane = 16;  // E <= 512
 constexpr int kMaxTotalExperts = 1024;  // E + S
 constexpr int kMaxTopK = 32;            // validate_forward_args' bound

@@ -3,8 +3,8 @@
 // tiles from the weights as the kernel loads them, with the functions the kernel uses
 // (expert_mma_fragments.hpp, int4_mma_layout.hpp), against the plain float64 product; the same
 // for the stream family's consumer warp reading the stages its producer copies into a slot
-// (stream_plan.hpp); and the int4 re-layout's round trip and inverse maps against
-// int4_format.hpp's layout.
+// (stream_plan.hpp); the route's logit tile (route_logits_map.hpp); and the int4 re-layout's
+// round trip and inverse maps against int4_format.hpp's layout.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
 #include "kernels/moe/int4_stream_layout.hpp"
+#include "kernels/moe/route_logits_map.hpp"
 #include "kernels/moe/stream_plan.hpp"
 
 using namespace moe::kernels;
@@ -520,5 +521,59 @@ TEST_CASE("the stream family's emulated consumer warp computes tiles equal to th
           if (int4 && rows / 16 % 2 == 0)  // units of two tiles, at every m (unit_tiles takes them from 9)
             CHECK(check_problem(p, int4, gate_up, stream_tile_of_two) == 0);
         }
+      }
+}
+
+// The route's logits of one block: 16 router rows by 8 tokens, every warp's 32-k units through
+// the emulated tensor core with the lanes' loads as route_logits.cuh makes them (rows and tokens
+// past the tile repeated, vectors past H zero), then the warps' partials in warp order, against
+// the float64 dot products, for K a multiple of 32 or not and tiles not full.
+TEST_CASE("the route's logit tile on tensor cores equals the plain dot products") {
+  using namespace moe::kernels::route;
+  std::uint64_t seed = 20261207;
+  for (int hidden : {64, 200, 2048, 2056, 2880})
+    for (int ne : {1, 5, 16})
+      for (int tn : {1, 3, 8}) {
+        CAPTURE(hidden);
+        CAPTURE(ne);
+        CAPTURE(tn);
+        const Problem p = make_problem(ne, hidden, tn, false, false, ++seed);  // w: the router rows
+        const auto words = [&](const std::vector<std::uint16_t>& v, int row, int k, std::uint32_t (&out)[4]) {
+          for (int i = 0; i < 4; ++i)
+            out[i] = vector_in_row(k, hidden) ? v[static_cast<std::size_t>(row) * hidden + k + 2 * i] |
+                                                    (static_cast<std::uint32_t>(v[static_cast<std::size_t>(row) * hidden + k + 2 * i + 1]) << 16)
+                                              : 0u;
+        };
+        float partial[kRouteWarps][kTileExperts][kRouteTokens] = {};
+        for (int warp = 0; warp < kRouteWarps; ++warp) {
+          float acc[32][4] = {};
+          for (int j = 0; warp_unit(warp, j) < logit_units(hidden); ++j) {
+            std::uint32_t rn[32][4], rn8[32][4], xw[32][4];
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane >> 2, k = unit_lane_k(warp_unit(warp, j), lane & 3);
+              words(p.w_bf16, tile_member(g, ne), k, rn[lane]);
+              words(p.w_bf16, tile_member(g + 8, ne), k, rn8[lane]);
+              words(p.x, tile_member(g, tn), k, xw[lane]);
+            }
+            emulate_bf16_block(rn, rn8, xw, acc);
+          }
+          for (int lane = 0; lane < 32; ++lane)
+            for (int i = 0; i < 4; ++i) partial[warp][mma::c_row(lane, i)][mma::c_col(lane, i)] = acc[lane][i];
+        }
+        int wrong = 0;
+        for (int e = 0; e < ne; ++e)
+          for (int t = 0; t < tn; ++t) {
+            float sum = 0.f;
+            for (int w = 0; w < kRouteWarps; ++w) sum += partial[w][e][t];
+            double ref = 0, scale = 0;
+            for (int k = 0; k < hidden; ++k) {
+              const double v = p.w[static_cast<std::size_t>(e) * hidden + k] *
+                               bf16_bits_to_float(p.x[static_cast<std::size_t>(t) * hidden + k]);
+              ref += v;
+              scale += std::abs(v);
+            }
+            wrong += std::abs(sum - ref) > 1e-5 * scale + 1e-30;
+          }
+        CHECK(wrong == 0);
       }
 }

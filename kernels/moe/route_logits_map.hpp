@@ -1,0 +1,28 @@
+#pragma once
+// Where the route's logits on tensor cores (route_logits.cuh) take their operands, host and
+// device, so the CPU suite emulates a block's tile with the very maps the kernels use. A tile is
+// 16 router rows (mma.m16n8k16's A) by 8 tokens (its B columns); the K range is cut into 32-k
+// units dealt to the block's 8 warps in turn; lane (g, q) loads 16 bytes at k = 32 u + 8 q of
+// rows g and g + 8 and of token g (expert_mma_fragments.hpp's bf16 map: two k16 steps a unit).
+#include "kernels/moe/expert_mma_fragments.hpp"
+#include "kernels/moe/host_device.hpp"
+
+namespace moe::kernels::route {
+
+constexpr int kRouteWarps = 8;
+constexpr int kRouteTokens = 8;   // a token tile: B's columns
+constexpr int kTileExperts = 16;  // router rows a tile: A's rows
+constexpr int kUnitK = 32;
+
+MOE_HD int logit_units(int hidden) { return (hidden + kUnitK - 1) / kUnitK; }
+// The j-th unit of a warp.
+MOE_HD int warp_unit(int warp, int j) { return warp + kRouteWarps * j; }
+// The first k of lane quad q's vector in unit u.
+MOE_HD int unit_lane_k(int u, int q) { return expert_mma::bf16_lane_k(u, q); }
+// Row or token i of a tile of n (past n: a repeat of the last, whose sums are never stored).
+MOE_HD int tile_member(int i, int n) { return i < n ? i : n - 1; }
+// Whether the vector at k holds values (H % 8 == 0: a vector is all in or all out); one past H
+// is zeros, so a unit past H adds nothing and nothing beyond a row meets a zero.
+MOE_HD bool vector_in_row(int k, int hidden) { return k < hidden; }
+
+}  // namespace moe::kernels::route
