@@ -151,15 +151,51 @@ __device__ void logits_mma(const RouteParams& p, int e0, int ne, int t0, int tn,
 }
 
 // Logits of experts e0 .. e0 + ne - 1 (any ne) for tokens t0 .. t0 + tn - 1 (tn <= 8): 16
-// experts a pass on tensor cores from sm_80, block_logits' SIMT sums before.
+// experts a pass on tensor cores where p.tensor_core_logits, else block_logits' SIMT sums.
 template <class Store>
 __device__ void logits(const RouteParams& p, int e0, int ne, int t0, int tn, Store store) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  for (int e = e0; e < e0 + ne; e += kTileExperts) logits_mma(p, e, min(kTileExperts, e0 + ne - e), t0, tn, store);
-#else
-  for (int e = e0; e < e0 + ne; ++e) block_logits<1>(p, e, 1, t0, tn, store);
+  if (p.tensor_core_logits) {
+    for (int e = e0; e < e0 + ne; e += kTileExperts) logits_mma(p, e, min(kTileExperts, e0 + ne - e), t0, tn, store);
+    return;
+  }
 #endif
+  for (int e = e0; e < e0 + ne; ++e) block_logits<1>(p, e, 1, t0, tn, store);
 }
+
+// One token's SIMT form of HeldRouterTile (below): a cluster block's rows (at most 8) when one
+// 16-byte vector a thread covers a row (H <= 2048), summed as block_logits sums them.
+constexpr int kHeldRows = 8;
+struct HeldRouterRows {
+  uint4 w[kHeldRows];
+  __device__ static bool fits(const RouteParams& p, int count) {
+    return count >= 1 && count <= kHeldRows && p.hidden <= 8 * kRouteThreads;
+  }
+  __device__ void load(const RouteParams& p, int first, int count) {
+    const int v = min(static_cast<int>(threadIdx.x), p.hidden / 8 - 1);  // past H: never summed
+#pragma unroll
+    for (int j = 0; j < kHeldRows; ++j)
+      w[j] = __ldg(reinterpret_cast<const uint4*>(p.router + static_cast<std::size_t>(first + min(j, count - 1)) * p.hidden) +
+                   v);
+  }
+  // block_logits' sums from the held rows, for tokens 0 .. m - 1: same order, so the same bits.
+  template <class Store>
+  __device__ void logits(const RouteParams& p, int m, int first, int count, Store store) const {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __shared__ float partial[kRouteWarps][kHeldRows][kRouteTokens];
+    const bool in_row = static_cast<int>(threadIdx.x) < p.hidden / 8;
+    for (int t = 0; t < m; ++t) {
+      const uint4* x_row = reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden);
+      const uint4 xv = in_row ? __ldg(x_row + threadIdx.x) : make_uint4(0, 0, 0, 0);
+      float v[kHeldRows];
+#pragma unroll
+      for (int j = 0; j < kHeldRows; ++j) v[j] = in_row ? detail::dot8_bf16(w[j], xv, 0.f) : 0.f;
+      const float s = detail::warp_sums_transposed(v);  // 9 shuffles for the 8 rows, not 40
+      if (lane % (32 / kHeldRows) == 0) partial[warp][lane / (32 / kHeldRows)][t] = s;
+    }
+    store_logits<kHeldRows>(p, partial, first, count, 0, m, store);
+  }
+};
 
 // A cluster block's 16 router rows held in registers across the dependency wait (sm_90): no
 // earlier kernel writes the router, so they are loaded while the previous kernel still runs,

@@ -14,6 +14,16 @@ constexpr int kRouteTokens = 8;   // a token tile: B's columns
 constexpr int kTileExperts = 16;  // router rows a tile: A's rows
 constexpr int kUnitK = 32;
 
+// Whether a route sums its logits on tensor cores: from sm_80 and two tokens. At one token a
+// tile's B is 1/8 tokens and a cluster block's few rows (mixtral-8x7b: 1) leave most of A
+// empty, while each warp's units are a chain of round trips; the SIMT sums there load all of a
+// thread's vectors at once (H200, mixtral-8x7b int4 M = 1: route 3.4 us SIMT, 6.8 on the tile).
+// Every route kernel of a forward follows the same rule, so they write the same bits.
+MOE_HD bool logits_on_tensor_cores(int m, int sm) { return m >= 2 && sm >= 80; }
+// Router rows a block of the one-kernel route: a tile on tensor cores, else one (the SIMT sums'
+// parallelism is the rows').
+MOE_HD int route_block_rows(bool tensor_cores) { return tensor_cores ? kTileExperts : 1; }
+
 MOE_HD int logit_units(int hidden) { return (hidden + kUnitK - 1) / kUnitK; }
 // The j-th unit of a warp.
 MOE_HD int warp_unit(int warp, int j) { return warp + kRouteWarps * j; }

@@ -16,6 +16,7 @@ constexpr int kMaxLogitsPerLane = 16;  // E <= 512
 constexpr int kMaxTotalExperts = 1024;  // E + S
 constexpr int kMaxTopK = 32;            // validate_forward_args' bound
 constexpr int kClusterBlocks = 8;       // portable cluster size: easy to co-schedule in one GPC
+constexpr int kLogitExperts = 4;  // router rows a thread loads at once (the one-token cluster route's SIMT sums)
 
 struct RouteParams {
   const __nv_bfloat16* x;
@@ -40,6 +41,7 @@ struct RouteParams {
   unsigned int* counters;  // [0]: tiles done; [1 + tile]: expert blocks done for that tile
   TopKSelect select;       // ForwardOptions::top_k_select
   bool hold_router_rows;   // ForwardOptions::hold_router_rows (cluster route)
+  bool tensor_core_logits; // logits_on_tensor_cores(m, the device's sm): a block's rows are a tile
   // Routing of real configs (route_kernel<true> only; MoeDims::plain_routing shapes never read them).
   const float* selection_bias;  // noaux_tc's correction bias [E], or null
   int n_group, topk_group;      // 1, 1 unless grouped

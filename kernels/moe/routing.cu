@@ -1,9 +1,10 @@
 // Stage 1 of the forward: router logits, top-k with weights, and grouping of (token, slot)
 // pairs by expert, in one kernel so a decode step pays one launch for all of routing.
 //
-// Grid (ceil(E / 16), ceil(m / 8)): a block computes 16 experts' logits for a tile of 8 tokens, its 8
-// warps splitting H (route_logits.cuh: tensor cores from sm_80, partial sums added in warp
-// order, so the result does not depend on scheduling). The last block to finish a token tile (counter
+// Grid (ceil(E / 16), ceil(m / 8)) from two tokens, (E, 1) at one: a block computes 16 experts'
+// logits (one expert's at one token) for a tile of 8 tokens, its 8 warps splitting H
+// (route_logits.cuh: tensor cores from sm_80 and two tokens, partial sums added in warp order,
+// so the result does not depend on scheduling). The last block to finish a token tile (counter
 // per tile) ranks that tile's tokens (rank_tile: top-k ids, then a warp a token for the weights); the
 // last tile to finish (global counter) groups all pairs. Counters are zeroed by a memset node
 // before the kernel.
@@ -15,7 +16,7 @@
 // (group_decode_pairs). No memset node, no fences, no counter atomics, no re-reads of the ids
 // from L2. It is launched programmatically: the
 // router rows (which no earlier kernel writes) are loaded into registers (HeldRouterTile, up
-// to 16 rows a block at H <= 2048) or asked of L2 while the previous layer's combine still
+// to 16 rows a block at H <= 2048; HeldRouterRows at one token, up to 8) or asked of L2 while the previous layer's combine still
 // runs, and it lets gate_up start once its logits are done.
 //
 // Why this shape (docs/design/kernels.md has the figures): at decode sizes the route is a
@@ -35,6 +36,7 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "common/cuda_check.hpp"
@@ -537,17 +539,19 @@ __device__ void group_one_token(const RouteParams& p, const int* selected) {
   pad_active_list(p, active, Et);
 }
 
-// A block computes the logits of 16 router rows (route_logits.cuh's tile) for its token tile;
-// kRich: the routing of real configs (route_token_rich), where router row E is the shared gate's
-// (its sigmoid to shared_gate). The plain instantiation is the fast path.
+// A block computes the logits of route_block_rows router rows (route_logits.cuh: a tile on
+// tensor cores, or one row) for its token tile; kRich: the routing of real configs
+// (route_token_rich), where router row E is the shared gate's (its sigmoid to shared_gate). The
+// plain instantiation is the fast path.
 template <bool kRich>
 __global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(RouteParams p) {
   // The expert kernels may be scheduled now; they wait for this grid before reading routing.
   detail::allow_dependent_launch();
   const int t0 = blockIdx.y * kRouteTokens;
   const int tn = min(kRouteTokens, p.m - t0);
-  const int rows = p.experts + (kRich && p.shared_gate ? 1 : 0), r0 = static_cast<int>(blockIdx.x) * kTileExperts;
-  logits(p, r0, min(kTileExperts, rows - r0), t0, tn, [&](int e, int t, float logit) {
+  const int rows = p.experts + (kRich && p.shared_gate ? 1 : 0), block_rows = route_block_rows(p.tensor_core_logits);
+  const int r0 = static_cast<int>(blockIdx.x) * block_rows;
+  logits(p, r0, min(block_rows, rows - r0), t0, tn, [&](int e, int t, float logit) {
     if (kRich && e == p.experts)
       p.shared_gate[t] = 1.0f / (1.0f + expf(-logit));
     else
@@ -623,8 +627,10 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   // No earlier kernel writes the router: bring this block's rows into registers (or L2)
   // while the previous kernel (the last layer's combine) finishes. x and scratch only after the wait: the
   // previous layer's kernels read this scratch and write x.
-  const bool held = p.hold_router_rows && HeldRouterTile::fits(p, count);
-  HeldRouterTile rows;
+  // One token sums on the SIMT path (logits_on_tensor_cores), from two on the tensor-core tile.
+  using HeldRows = std::conditional_t<kOneToken, HeldRouterRows, HeldRouterTile>;
+  const bool held = p.hold_router_rows && HeldRows::fits(p, count);
+  HeldRows rows;
   if (held) {
     rows.load(p, first, count);
   } else {
@@ -643,6 +649,9 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
   };
   if (held)
     rows.logits(p, m, first, count, store);
+  else if (kOneToken)
+    for (int e0 = first; e0 < first + count; e0 += kLogitExperts)
+      block_logits<kLogitExperts, 1>(p, e0, min(kLogitExperts, first + count - e0), 0, 1, store);
   else if (count > 0)
     logits(p, first, count, 0, m, store);
   cluster.sync();  // every block's logits are in block 0's shared memory
@@ -712,6 +721,7 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.counters = l.at<unsigned int>(s, l.done_counters);
   p.select = a.options.top_k_select;
   p.hold_router_rows = a.options.hold_router_rows;
+  p.tensor_core_logits = logits_on_tensor_cores(a.m, current_device_sm());
   p.selection_bias = a.selection_bias;
   p.grouped = d.grouped();
   p.n_group = d.n_group;
@@ -736,7 +746,8 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
     return;
   }
   MOE_CUDA_CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned int) * (1 + l.route_tiles), stream));
-  const dim3 grid((d.router_rows() + kTileExperts - 1) / kTileExperts, l.route_tiles);
+  const int block_rows = route_block_rows(p.tensor_core_logits);
+  const dim3 grid((d.router_rows() + block_rows - 1) / block_rows, l.route_tiles);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
   if (d.plain_routing()) {

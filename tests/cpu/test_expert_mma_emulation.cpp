@@ -577,3 +577,16 @@ TEST_CASE("the route's logit tile on tensor cores equals the plain dot products"
         CHECK(wrong == 0);
       }
 }
+
+// Which route sums on tensor cores: from two tokens on sm_80 and newer, one token and older
+// devices on the SIMT path, with the one-kernel route's block rows to match (a block a row
+// there, so its blocks still spread the router's read over the SMs).
+TEST_CASE("the route's logits take the tensor-core tile from two tokens on sm_80") {
+  using namespace moe::kernels::route;
+  CHECK_FALSE(logits_on_tensor_cores(1, 90));
+  CHECK(logits_on_tensor_cores(2, 90));
+  CHECK(logits_on_tensor_cores(64, 80));
+  CHECK_FALSE(logits_on_tensor_cores(64, 75));
+  CHECK(route_block_rows(true) == kTileExperts);
+  CHECK(route_block_rows(false) == 1);
+}
