@@ -1,13 +1,14 @@
 #pragma once
 // The route's logits, x [m, H] times the router's rows [E, H]: a block computes up to 16
-// experts' logits for up to 8 tokens and hands each to store(e, t, logit). From sm_80 on
-// tensor cores (logits_mma): the experts' rows are the 16-row A tile of mma.m16n8k16 and the
-// tokens its 8 columns, so a lane loads one 16-byte vector of two rows and one of a token a
-// 32-k unit, where the SIMT sums (block_logits, kept below sm_80) spend 8 FMAs, conversions and a
-// warp reduction a token and expert: at qwen3-30b-a3b M = 8 (16 experts a cluster block) about
-// 1,500 instructions a thread against 40. Every route kernel of a device sums the same way, so
-// they write the same bits: the K range in 32-k units dealt to the 8 warps in turn, a unit's
-// two mma steps in order, then the warps' partials added in warp order, plus the bias.
+// experts' logits for up to 8 tokens and hands each to store(e, t, logit). From sm_80 and two
+// tokens on tensor cores (logits_mma): the experts' rows are the 16-row A tile of
+// mma.m16n8k16 and the tokens its 8 columns, so a lane loads one 16-byte vector of two rows
+// and one of a token a 32-k unit, where the SIMT sums (block_logits: one token, and below
+// sm_80) spend 8 FMAs, conversions and a warp reduction a token and expert: at qwen3-30b-a3b
+// M = 8 (16 experts a cluster block) about 1,500 instructions a thread against 40. Every route
+// kernel of a forward sums the same way (logits_on_tensor_cores), so they write the same bits:
+// the K range in 32-k units dealt to the 8 warps in turn, a unit's two mma steps in order, then
+// the warps' partials added in warp order, plus the bias.
 #include <cuda_bf16.h>
 
 #include <cstddef>
