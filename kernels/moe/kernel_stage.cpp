@@ -94,7 +94,9 @@ std::string short_kernel_name(std::string_view name) { return without_scope(dema
 Stage stage_of_kernel(std::string_view name) {
   const std::string k = short_kernel_name(name);
   const std::string base = k.substr(0, k.find('<'));
-  if (base == "route_kernel" || base == "route_cluster_kernel") return Stage::route;
+  if (base == "route_kernel" || base == "route_cluster_kernel" || base == "route_group_words_kernel" ||
+      base == "route_group_pairs_kernel")
+    return Stage::route;
   if (base == "combine_kernel") return Stage::combine;
   if (base == "decode_expert_gemm_kernel" || base == "tc_expert_gemm_kernel" || base == "mma_expert_gemm_kernel" ||
       base == "stream_expert_gemm_kernel") {
@@ -102,6 +104,12 @@ Stage stage_of_kernel(std::string_view name) {
     const std::vector<std::string> args = template_args(k);
     if (args.size() >= 2 && args[1] == "true") return Stage::gate_up;
     if (args.size() >= 2 && args[1] == "false") return Stage::down;
+  }
+  if (base == "wgmma_expert_gemm_kernel") {
+    // template <WeightFormat F, int kBN, bool kGateUp, Int4Layout L>
+    const std::vector<std::string> args = template_args(k);
+    if (args.size() >= 3 && args[2] == "true") return Stage::gate_up;
+    if (args.size() >= 3 && args[2] == "false") return Stage::down;
   }
   return Stage::other;
 }

@@ -6,8 +6,9 @@
 // (route_logits.cuh: tensor cores from sm_80 and two tokens, partial sums added in warp order,
 // so the result does not depend on scheduling). The last block to finish a token tile (counter
 // per tile) ranks that tile's tokens (rank_tile: top-k ids, then a warp a token for the weights); the
-// last tile to finish (global counter) groups all pairs. Counters are zeroed by a memset node
-// before the kernel.
+// last tile to finish (global counter) groups all pairs; from kGroupInGridFromTokens tokens two
+// grouping kernels over the grid do instead (route_grouping.cuh has every grouping). Counters
+// are zeroed by a memset node before the kernel.
 //
 // Ahead of the decode kernels (m <= decode_max_tokens) on sm_90+, one cluster of
 // kClusterBlocks blocks instead (route_cluster_kernel): each block computes the logits of
@@ -43,6 +44,8 @@
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/launch.cuh"
+#include "kernels/moe/route_grouping.cuh"
+#include "kernels/moe/route_grouping_map.hpp"
 #include "kernels/moe/route_logits.cuh"
 #include "kernels/moe/route_params.cuh"
 #include "kernels/moe/route_telemetry.cuh"
@@ -315,230 +318,6 @@ __device__ void write_pair_inputs(const RouteParams& p, int t0, int tn) {
   }
 }
 
-__device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int n = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += n;
-  }
-  return v;
-}
-
-constexpr int kSmemMembershipWords = 2048;  // bitmask words kept in shared memory (m <= 32 * 2048 / (E + S))
-
-// Plain load for shared memory, L2 load for global (the atomics went to L2).
-__device__ __forceinline__ std::uint32_t load_bits(const std::uint32_t* p, bool shared) {
-  return shared ? *p : __ldcg(p);
-}
-
-// Past the active experts the list holds -1: expert kernels stop there without reading
-// num_active first.
-__device__ void pad_active_list(const RouteParams& p, int num_active, int total_experts) {
-  for (int a = num_active + threadIdx.x; a < total_experts; a += blockDim.x) p.active[a] = -1;
-}
-
-// Groups all (token, slot) pairs by expert, in pair order within an expert: a token picks an
-// expert at most once, so a pair's rank inside its expert is the number of earlier tokens in
-// that expert's membership bitmask. Bitmasks, counts and offsets live in shared memory (the
-// bitmasks in scratch for very large m). The top-k ids come from topk_ids in scratch (ranked by
-// other blocks too: read through L2).
-__device__ void group_pairs(const RouteParams& p) {
-  auto id_at = [&](int i) { return __ldcg(p.topk_ids + i); };
-  __shared__ int s_counts[kMaxTotalExperts];
-  __shared__ int s_offsets[kMaxTotalExperts + 1];
-  __shared__ std::uint32_t s_bits[kSmemMembershipWords];
-  __shared__ int s_prefix[kSmemMembershipWords];
-  __shared__ int s_num_active;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int E = p.experts, Et = p.experts + p.shared, W = p.bit_words, k = p.top_k;
-  const int slots = k + p.shared;
-  const bool in_smem = Et * W <= kSmemMembershipWords;
-  std::uint32_t* bits = in_smem ? s_bits : p.membership;
-  int* prefix = in_smem ? s_prefix : p.membership_prefix;
-  // Membership bitmasks: routed from topk_ids, shared experts hold every token.
-  for (int i = threadIdx.x; i < Et * W; i += blockDim.x) {
-    const int e = i / W, w = i % W;
-    std::uint32_t b = 0;
-    if (e >= E) {
-      const int left = p.m - 32 * w;
-      b = left >= 32 ? 0xFFFFFFFFu : ((1u << left) - 1u);
-    }
-    bits[i] = b;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < p.m * k; i += blockDim.x) {
-    const int t = i / k;
-    const int e = id_at(i);
-    atomicOr(bits + e * W + (t >> 5), 1u << (t & 31));
-  }
-  __syncthreads();
-  // One thread per expert walks its words: count and per-word prefix.
-  for (int e = threadIdx.x; e < Et; e += blockDim.x) {
-    int run = 0;
-    for (int w = 0; w < W; ++w) {
-      prefix[e * W + w] = run;
-      run += __popc(load_bits(bits + e * W + w, in_smem));
-    }
-    s_counts[e] = run;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    int base_off = 0, base_act = 0, base_tiles = 0;
-    for (int e0 = 0; e0 < Et; e0 += 32) {
-      const int e = e0 + lane;
-      const int c = e < Et ? s_counts[e] : 0;
-      const int act = c > 0;
-      const int tl = (c + kTensorCoreTileRows - 1) / kTensorCoreTileRows;
-      const int ic = warp_inclusive_scan(c, lane);
-      const int ia = warp_inclusive_scan(act, lane);
-      const int it = warp_inclusive_scan(tl, lane);
-      if (e < Et) {
-        const int off = base_off + ic - c;
-        s_offsets[e] = off;
-        p.offsets[e] = off;
-        p.counts[e] = c;
-        if (act) p.active[base_act + ia - 1] = e;
-        const int tb = base_tiles + it - tl;
-        for (int i = 0; i < tl; ++i) p.tiles[tb + i] = make_int2(e, off + i * kTensorCoreTileRows);
-      }
-      base_off += __shfl_sync(0xffffffffu, ic, 31);
-      base_act += __shfl_sync(0xffffffffu, ia, 31);
-      base_tiles += __shfl_sync(0xffffffffu, it, 31);
-    }
-    if (lane == 0) {
-      s_offsets[Et] = base_off;
-      p.offsets[Et] = base_off;
-      s_num_active = base_act;
-      *p.num_active = base_act;
-      *p.num_tiles = base_tiles;
-    }
-  }
-  __syncthreads();
-  pad_active_list(p, s_num_active, Et);
-  for (int i = threadIdx.x; i < p.m * slots; i += blockDim.x) {
-    const int t = i / slots, s = i % slots;
-    const int e = s < k ? id_at(t * k + s) : E + (s - k);
-    const int w = t >> 5;
-    const std::uint32_t below = load_bits(bits + e * W + w, in_smem) & ((1u << (t & 31)) - 1u);
-    const int pos = s_offsets[e] + prefix[e * W + w] + __popc(below);
-    p.sorted_pairs[pos] = i;
-    p.pair_position[i] = pos;
-  }
-}
-
-// The cluster route's grouping (m <= kRouteTokens: one membership word an expert, kept in
-// shared memory). The words start with the shared experts' bits before the dependency wait
-// (init_decode_membership); weigh_token sets each selection's bit; group_decode_pairs then
-// writes group_pairs' outputs (the same values) in three phases with two barriers: each thread
-// counts a contiguous run of experts, a block-wide scan places them, and each pair finds its
-// position from its expert's offset and word. group_pairs' warp-0 scan walks the experts 32 at
-// a time behind four barriers, which cost 1.7 us a layer at deepseek-v2-lite bf16 M=1 (H200,
-// the route with the grouping skipped, timing only).
-
-__device__ void init_decode_membership(const RouteParams& p, std::uint32_t* membership) {
-  const std::uint32_t all_tokens = p.m >= 32 ? 0xFFFFFFFFu : (1u << p.m) - 1u;
-  for (int e = threadIdx.x; e < p.experts + p.shared; e += blockDim.x) membership[e] = e >= p.experts ? all_tokens : 0u;
-}
-
-__device__ void group_decode_pairs(const RouteParams& p, const int* ids, const std::uint32_t* membership) {
-  __shared__ int s_offsets[kMaxTotalExperts];
-  __shared__ int s_warp_totals[kRouteWarps][3];  // pairs, active experts, tiles
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int E = p.experts, Et = p.experts + p.shared, k = p.top_k, slots = k + p.shared;
-  const int per = (Et + kRouteThreads - 1) / kRouteThreads;
-  // A thread's run of experts [e0, e1); counts are re-read from the words rather than kept in
-  // a register array, so neither loop is unrolled (header: cold code).
-  const int e0 = min(static_cast<int>(threadIdx.x) * per, Et), e1 = min(e0 + per, Et);
-  int own[3] = {0, 0, 0};
-#pragma unroll 1
-  for (int e = e0; e < e1; ++e) {
-    const int c = __popc(membership[e]);
-    own[0] += c;
-    own[1] += c > 0;
-    own[2] += (c + kTensorCoreTileRows - 1) / kTensorCoreTileRows;
-  }
-  // Exclusive prefix of the three sums over the threads (experts in id order), and totals.
-  int before[3], total[3];
-#pragma unroll
-  for (int j = 0; j < 3; ++j) {
-    const int inclusive = warp_inclusive_scan(own[j], lane);
-    if (lane == 31) s_warp_totals[warp][j] = inclusive;
-    before[j] = inclusive - own[j];
-  }
-  __syncthreads();
-  total[0] = total[1] = total[2] = 0;
-#pragma unroll 1
-  for (int w = 0; w < kRouteWarps; ++w) {
-    const int below = w < warp;
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-      before[j] += below * s_warp_totals[w][j];
-      total[j] += s_warp_totals[w][j];
-    }
-  }
-  int off = before[0], act = before[1], tile = before[2];
-#pragma unroll 1
-  for (int e = e0; e < e1; ++e) {
-    const int c = __popc(membership[e]);
-    s_offsets[e] = off;
-    p.offsets[e] = off;
-    p.counts[e] = c;
-    if (c > 0) p.active[act++] = e;
-    for (int i = 0; i * kTensorCoreTileRows < c; ++i) p.tiles[tile++] = make_int2(e, off + i * kTensorCoreTileRows);
-    off += c;
-  }
-  if (threadIdx.x == 0) {
-    p.offsets[Et] = total[0];
-    *p.num_active = total[1];
-    *p.num_tiles = total[2];
-  }
-  pad_active_list(p, total[1], Et);
-  __syncthreads();
-  for (int i = threadIdx.x; i < p.m * slots; i += blockDim.x) {
-    const int t = i / slots, s = i % slots;
-    const int e = s < k ? ids[t * k + s] : E + (s - k);
-    const int pos = s_offsets[e] + __popc(membership[e] & ((1u << t) - 1u));
-    p.sorted_pairs[pos] = i;
-    p.pair_position[i] = pos;
-  }
-}
-
-// The grouping of one token's pairs (m == 1: decode's commonest case), the same outputs as
-// group_decode_pairs in one phase with no barrier, while warp 0 weighs the selections: every
-// routed expert has at most one pair, so an expert's offset, its place among the active ones
-// and its tile are all the number of selected ids below it (shared experts follow every
-// routed one). It replaces group_decode_pairs' three phases and two barriers, which took
-// 2.0 us of the ranking block's chain in a per-warp trace (deepseek-v2-lite bf16 M=1).
-__device__ void group_one_token(const RouteParams& p, const int* selected) {
-  const int E = p.experts, Et = p.experts + p.shared, k = p.top_k, active = k + p.shared;
-  for (int e = threadIdx.x; e < Et; e += blockDim.x) {
-    int below = e >= E ? e - E : 0;  // shared experts below e; the loop adds the selected ids
-    // Its one pair, if any: token 0's slot that picked it (shared expert j is slot k + j).
-    int slot = e >= E ? k + (e - E) : -1;
-#pragma unroll 1
-    for (int s = 0; s < k; ++s) {
-      const int id = selected[s];
-      below += id < e;
-      if (id == e) slot = s;
-    }
-    const bool picked = slot >= 0;
-    p.offsets[e] = below;
-    p.counts[e] = picked;
-    if (picked) {
-      p.active[below] = e;
-      p.tiles[below] = make_int2(e, below);
-      p.sorted_pairs[below] = slot;
-      p.pair_position[slot] = below;
-    }
-  }
-  if (threadIdx.x == 0) {
-    p.offsets[Et] = active;
-    *p.num_active = active;
-    *p.num_tiles = active;
-  }
-  pad_active_list(p, active, Et);
-}
-
 // A block computes the logits of route_block_rows router rows (route_logits.cuh: a tile on
 // tensor cores, or one row) for its token tile; kRich: the routing of real configs
 // (route_token_rich), where router row E is the shared gate's (its sigmoid to shared_gate). The
@@ -579,6 +358,13 @@ __global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(RouteParams p) 
   } else {
     rank_tile(p, tile, t0, tn, nullptr, nullptr);
   }
+  if (p.group_in_grid) {  // the grouping kernels that follow place every pair (route_grouping.cuh)
+    __syncthreads();       // the tile's top-k ids, stored by its warps
+    static_assert(sizeof(TileLogits) >= sizeof(std::uint32_t) * kMaxTotalExperts, "the masks fit the logits' place");
+    write_tile_membership(p, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y), t0, tn,
+                          reinterpret_cast<std::uint32_t*>(&tile[0][0]));
+    return;
+  }
   // Last tile groups every pair. With one tile (decode sizes) this block is that tile: skip
   // the second round trip to L2.
   if (gridDim.y > 1) {
@@ -593,6 +379,16 @@ __global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(RouteParams p) 
   }
   group_pairs(p);
 }
+
+// The grouping over the grid (route_groups_in_grid), after route_kernel: a warp an expert sums
+// its membership words, then every block places its share of the pairs.
+static_assert(kGroupWordsWarps * 32 == kGroupThreads && kGroupThreads == kRouteThreads,
+              "place_experts scans with kRouteThreads threads");
+__global__ void __launch_bounds__(kGroupThreads) route_group_words_kernel(RouteParams p) {
+  const int e = static_cast<int>(blockIdx.x) * kGroupWordsWarps + static_cast<int>(threadIdx.x >> 5);
+  if (e < p.experts + p.shared) prefix_membership_words(p, e);
+}
+__global__ void __launch_bounds__(kGroupThreads) route_group_pairs_kernel(RouteParams p) { place_grouped_pairs(p); }
 
 // Ahead of the decode kernels (m <= kRouteTokens), one cluster: block b computes the logits of
 // experts [b * per_block, (b + 1) * per_block) into block 0's shared memory; block 0 ranks and
@@ -722,6 +518,7 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.select = a.options.top_k_select;
   p.hold_router_rows = a.options.hold_router_rows;
   p.tensor_core_logits = logits_on_tensor_cores(a.m, current_device_sm());
+  p.group_in_grid = route_groups_in_grid(a.m);
   p.selection_bias = a.selection_bias;
   p.grouped = d.grouped();
   p.n_group = d.n_group;
@@ -764,11 +561,22 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
     route_kernel<true><<<grid, kRouteThreads, 0, stream>>>(p);
     MOE_CHECK_LAUNCH("route_kernel<routing of real configs>");
   }
+  if (p.group_in_grid) {
+    const int words_blocks = (d.total_experts() + kGroupWordsWarps - 1) / kGroupWordsWarps;
+    route_group_words_kernel<<<words_blocks, kGroupThreads, 0, stream>>>(p);
+    MOE_CHECK_LAUNCH("route_group_words_kernel");
+    const long long pairs = static_cast<long long>(a.m) * (d.top_k + d.shared);
+    const auto pairs_blocks = static_cast<unsigned>((pairs + kGroupPairsPerBlock - 1) / kGroupPairsPerBlock);
+    route_group_pairs_kernel<<<pairs_blocks, kGroupThreads, 0, stream>>>(p);
+    MOE_CHECK_LAUNCH("route_group_pairs_kernel");
+  }
 }
 
 void preload_route_kernels() {
   detail::load_kernel(route_kernel<false>, "route_kernel");
   detail::load_kernel(route_kernel<true>, "route_kernel<routing of real configs>");
+  detail::load_kernel(route_group_words_kernel, "route_group_words_kernel");
+  detail::load_kernel(route_group_pairs_kernel, "route_group_pairs_kernel");
   if (current_device_sm() < 90) return;  // thread-block clusters: route_runs_as_cluster
   detail::load_kernel(route_cluster_kernel<true>, "route_cluster_kernel<one token>");
   detail::load_kernel(route_cluster_kernel<false>, "route_cluster_kernel");

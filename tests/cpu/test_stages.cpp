@@ -78,6 +78,18 @@ TEST_CASE("every kernel of the forward maps to its stage, mangled or not") {
                         "(moe::kernels::WeightFormat)1, true, 2>(moe::kernels::stream::Params)") == Stage::gate_up);
   CHECK(stage_of_kernel("void moe::kernels::(anonymous namespace)::stream_expert_gemm_kernel<"
                         "(moe::kernels::WeightFormat)0, false, 1>(moe::kernels::stream::Params)") == Stage::down);
+  // The warp-group MMA tiles (prefill sizes on sm_90a) name kGateUp third, as a profiler shows them.
+  CHECK(stage_of_kernel("wgmma_expert_gemm_kernel<(moe::kernels::WeightFormat)0, 256, true, "
+                        "(moe::kernels::Int4Layout)0>") == Stage::gate_up);
+  CHECK(stage_of_kernel("void moe::kernels::(anonymous namespace)::wgmma_expert_gemm_kernel<"
+                        "(moe::kernels::WeightFormat)1, 256, false, (moe::kernels::Int4Layout)1>"
+                        "(moe::kernels::ExpertGemmOperands)") == Stage::down);
+  CHECK(stage_of_kernel("wgmma_expert_gemm_kernel<(moe::kernels::WeightFormat)0, 256>") == Stage::other);  // no kGateUp
+  // The route's grouping over the grid (from 65 tokens) is the route's.
+  CHECK(stage_of_kernel("_ZN3moe7kernels12_GLOBAL__N_124route_group_words_kernelENS0_5route11RouteParamsE") ==
+        Stage::route);
+  CHECK(stage_of_kernel("void moe::kernels::(anonymous namespace)::route_group_pairs_kernel(moe::kernels::"
+                        "route::RouteParams)") == Stage::route);
   CHECK(stage_of_kernel("moe::kernels::(anonymous namespace)::route_kernel(moe::kernels::"
                         "(anonymous namespace)::RouteParams)") == Stage::route);
   // Anything else is "other", never silently one of the four.

@@ -1453,7 +1453,8 @@ TEST_CASE("routing of real configs: grouped choice, correction bias, scale, shar
   StreamHolder st;
   int cases = 0;
   // MOE_TEST_M and MOE_TEST_FORMATS narrow it (racecheck runs it a format and an M at a time).
-  const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 2, 8, 16, 64});
+  // 129: the grouping over the grid (route_groups_in_grid), its last token tile one token.
+  const std::vector<int> ms = moe::test::ms_from_env("MOE_TEST_M", {1, 2, 8, 16, 64, 129});
   moe::test::TestPart part = moe::test::part_from_env();
   for (const Shape& sh : routing_feature_shapes())
     for (WeightFormat fmt : moe::test::formats_from_env()) {
