@@ -42,7 +42,6 @@ struct RouteParams {
   TopKSelect select;       // ForwardOptions::top_k_select
   bool hold_router_rows;   // ForwardOptions::hold_router_rows (cluster route)
   bool tensor_core_logits; // logits_on_tensor_cores(m, the device's sm): a block's rows are a tile
-  bool group_in_grid;      // route_groups_in_grid(m): route_kernel's ranking blocks write membership bytes
   // Routing of real configs (route_kernel<true> only; MoeDims::plain_routing shapes never read them).
   const float* selection_bias;  // noaux_tc's correction bias [E], or null
   int n_group, topk_group;      // 1, 1 unless grouped

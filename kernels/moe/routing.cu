@@ -321,9 +321,12 @@ __device__ void write_pair_inputs(const RouteParams& p, int t0, int tn) {
 // A block computes the logits of route_block_rows router rows (route_logits.cuh: a tile on
 // tensor cores, or one row) for its token tile; kRich: the routing of real configs
 // (route_token_rich), where router row E is the shared gate's (its sigmoid to shared_gate). The
-// plain instantiation is the fast path.
-template <bool kRich>
-__global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(RouteParams p) {
+// plain instantiation is the fast path. kGrid (route_groups_in_grid): the grouping kernels that
+// follow place the pairs. kShared (route_blocks_share_an_sm): 64 registers a thread, so 4
+// blocks share an SM; otherwise one block an SM keeps its registers for loads in flight.
+template <bool kRich, bool kGrid, bool kShared>
+__global__ void __launch_bounds__(kRouteThreads, kShared ? 4 : 1) route_kernel(RouteParams p) {
+  static_assert(kGrid || !kShared, "blocks share an SM only where the grid groups");
   // The expert kernels may be scheduled now; they wait for this grid before reading routing.
   detail::allow_dependent_launch();
   const int t0 = blockIdx.y * kRouteTokens;
@@ -358,7 +361,7 @@ __global__ void __launch_bounds__(kRouteThreads, 1) route_kernel(RouteParams p) 
   } else {
     rank_tile(p, tile, t0, tn, nullptr, nullptr);
   }
-  if (p.group_in_grid) {  // the grouping kernels that follow place every pair (route_grouping.cuh)
+  if constexpr (kGrid) {  // the grouping kernels that follow place every pair (route_grouping.cuh)
     __syncthreads();       // the tile's top-k ids, stored by its warps
     static_assert(sizeof(TileLogits) >= sizeof(std::uint32_t) * kMaxTotalExperts, "the masks fit the logits' place");
     write_tile_membership(p, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y), t0, tn,
@@ -518,7 +521,6 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   p.select = a.options.top_k_select;
   p.hold_router_rows = a.options.hold_router_rows;
   p.tensor_core_logits = logits_on_tensor_cores(a.m, current_device_sm());
-  p.group_in_grid = route_groups_in_grid(a.m);
   p.selection_bias = a.selection_bias;
   p.grouped = d.grouped();
   p.n_group = d.n_group;
@@ -547,8 +549,16 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   const dim3 grid((d.router_rows() + block_rows - 1) / block_rows, l.route_tiles);
   if (grid.y > 65535)
     throw Error(ExitCode::probe_error, "enqueue_route: m " + std::to_string(a.m) + " too large");
+  const bool in_grid = route_groups_in_grid(a.m);
+  const bool shared_sm = in_grid && route_blocks_share_an_sm(static_cast<long long>(grid.x) * grid.y,
+                                                             current_device_multiprocessors());
+  // The kernel for (kRich, in_grid, shared_sm).
+  const auto kernel_for = [&](auto rich) {
+    constexpr bool kRich = decltype(rich)::value;
+    return shared_sm ? route_kernel<kRich, true, true> : in_grid ? route_kernel<kRich, true, false> : route_kernel<kRich, false, false>;
+  };
   if (d.plain_routing()) {
-    route_kernel<false><<<grid, kRouteThreads, 0, stream>>>(p);
+    kernel_for(std::false_type{})<<<grid, kRouteThreads, 0, stream>>>(p);
     MOE_CHECK_LAUNCH("route_kernel");
   } else {
     if (d.grouped() && (d.n_group < 1 || d.n_group > 32 || d.experts % d.n_group != 0 || d.topk_group < 1 ||
@@ -558,10 +568,10 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
                                              std::to_string(d.experts) + ", top_k " + std::to_string(d.top_k));
     if (d.selection_bias() && !p.selection_bias)
       throw Error(ExitCode::probe_error, "enqueue_route: noaux_tc needs the selection bias");
-    route_kernel<true><<<grid, kRouteThreads, 0, stream>>>(p);
+    kernel_for(std::true_type{})<<<grid, kRouteThreads, 0, stream>>>(p);
     MOE_CHECK_LAUNCH("route_kernel<routing of real configs>");
   }
-  if (p.group_in_grid) {
+  if (in_grid) {
     const int words_blocks = (d.total_experts() + kGroupWordsWarps - 1) / kGroupWordsWarps;
     route_group_words_kernel<<<words_blocks, kGroupThreads, 0, stream>>>(p);
     MOE_CHECK_LAUNCH("route_group_words_kernel");
@@ -573,8 +583,12 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
 }
 
 void preload_route_kernels() {
-  detail::load_kernel(route_kernel<false>, "route_kernel");
-  detail::load_kernel(route_kernel<true>, "route_kernel<routing of real configs>");
+  detail::load_kernel(route_kernel<false, false, false>, "route_kernel");
+  detail::load_kernel(route_kernel<true, false, false>, "route_kernel<routing of real configs>");
+  detail::load_kernel(route_kernel<false, true, false>, "route_kernel<grouped over the grid>");
+  detail::load_kernel(route_kernel<true, true, false>, "route_kernel<routing of real configs, grouped over the grid>");
+  detail::load_kernel(route_kernel<false, true, true>, "route_kernel<grouped over the grid, 4 blocks an SM>");
+  detail::load_kernel(route_kernel<true, true, true>, "route_kernel<routing of real configs, grouped over the grid, 4 blocks an SM>");
   detail::load_kernel(route_group_words_kernel, "route_group_words_kernel");
   detail::load_kernel(route_group_pairs_kernel, "route_group_pairs_kernel");
   if (current_device_sm() < 90) return;  // thread-block clusters: route_runs_as_cluster

@@ -138,3 +138,13 @@ TEST_CASE("the route groups over the grid from 65 tokens, where the last tile's 
   CHECK(grouped_position(0, 0, 0xFFFFFFFFu, 31) == 31);
   CHECK(grouped_position(0, 0, 0xFFFFFFFFu, 63) == 31);  // t % 32 within its word
 }
+
+TEST_CASE("the route's blocks share an SM from two blocks an SM") {
+  // qwen3-30b-a3b (8 blocks of 16 router rows) on 132 SMs: M = 128 is 128 blocks, one wave;
+  // M = 2048 is 2048 blocks.
+  CHECK_FALSE(route_blocks_share_an_sm(8LL * 16, 132));
+  CHECK_FALSE(route_blocks_share_an_sm(263, 132));
+  CHECK(route_blocks_share_an_sm(264, 132));
+  CHECK(route_blocks_share_an_sm(8LL * 256, 132));
+  CHECK(route_blocks_share_an_sm(8LL * 65535, 132));  // no overflow at the largest grid
+}
