@@ -191,8 +191,8 @@ __device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0
 // the top-k is taken in k rounds over the kept experts, each round's butterfly carrying the
 // winner's unbiased score so the weights need no second look-up. `row` (the token's logits in
 // shared memory) is overwritten with the choices. Ties as everywhere: value descending, index
-// ascending (groups too). Only route_kernel<true> runs it, so the plain path's registers and
-// code are unchanged.
+// ascending (groups too). Only route_kernel<kRich = true, ...> runs it, so the plain path's
+// registers and code are unchanged.
 __device__ void route_token_rich(const RouteParams& p, float* row, int token, int lane) {
   constexpr unsigned kAll = 0xffffffffu;
   const int E = p.experts;
@@ -480,7 +480,7 @@ __global__ void MOE_ROUTE_CLUSTER_DIMS __launch_bounds__(kRouteThreads) route_cl
 
 bool route_runs_as_cluster(const MoeForwardArgs& a) {
   // The cluster route computes plain routing only: a shape with real configs' routing takes
-  // route_kernel<true> on either path.
+  // route_kernel<kRich = true, ...> on either path.
   return a.dims.plain_routing() && a.m <= kRouteTokens && a.options.cluster_route && current_device_sm() >= 90 &&
          resolve_forward_path(a) == ForwardPath::decode;
 }
@@ -555,7 +555,8 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   // The kernel for (kRich, in_grid, shared_sm).
   const auto kernel_for = [&](auto rich) {
     constexpr bool kRich = decltype(rich)::value;
-    return shared_sm ? route_kernel<kRich, true, true> : in_grid ? route_kernel<kRich, true, false> : route_kernel<kRich, false, false>;
+    if (shared_sm) return route_kernel<kRich, true, true>;
+    return in_grid ? route_kernel<kRich, true, false> : route_kernel<kRich, false, false>;
   };
   if (d.plain_routing()) {
     kernel_for(std::false_type{})<<<grid, kRouteThreads, 0, stream>>>(p);
@@ -588,7 +589,8 @@ void preload_route_kernels() {
   detail::load_kernel(route_kernel<false, true, false>, "route_kernel<grouped over the grid>");
   detail::load_kernel(route_kernel<true, true, false>, "route_kernel<routing of real configs, grouped over the grid>");
   detail::load_kernel(route_kernel<false, true, true>, "route_kernel<grouped over the grid, 4 blocks an SM>");
-  detail::load_kernel(route_kernel<true, true, true>, "route_kernel<routing of real configs, grouped over the grid, 4 blocks an SM>");
+  detail::load_kernel(route_kernel<true, true, true>,
+                      "route_kernel<routing of real configs, grouped over the grid, 4 blocks an SM>");
   detail::load_kernel(route_group_words_kernel, "route_group_words_kernel");
   detail::load_kernel(route_group_pairs_kernel, "route_group_pairs_kernel");
   if (current_device_sm() < 90) return;  // thread-block clusters: route_runs_as_cluster
