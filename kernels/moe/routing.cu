@@ -1,24 +1,26 @@
 // Stage 1 of the forward: router logits, top-k with weights, and grouping of (token, slot)
-// pairs by expert, in one kernel so a decode step pays one launch for all of routing.
+// pairs by expert: the route's kernels and their launch. What they compute lives beside them:
+// the logits in route_logits.cuh, the top-k and weights in route_ranking.cuh, the grouping in
+// route_grouping.cuh.
 //
 // Grid (ceil(E / 16), ceil(m / 8)) from two tokens, (E, 1) at one: a block computes 16 experts'
-// logits (one expert's at one token) for a tile of 8 tokens, its 8 warps splitting H
-// (route_logits.cuh: tensor cores from sm_80 and two tokens, partial sums added in warp order,
-// so the result does not depend on scheduling). The last block to finish a token tile (counter
-// per tile) ranks that tile's tokens (rank_tile: top-k ids, then a warp a token for the weights); the
-// last tile to finish (global counter) groups all pairs; from kGroupInGridFromTokens tokens two
-// grouping kernels over the grid do instead (route_grouping.cuh has every grouping). Counters
-// are zeroed by a memset node before the kernel.
+// logits (one expert's at one token) for a tile of 8 tokens, its 8 warps splitting H (tensor
+// cores from sm_80 and two tokens, partial sums added in warp order, so the result does not
+// depend on scheduling). The last block to finish a token tile (counter per tile) ranks that
+// tile's tokens (rank_tile: top-k ids, then a warp a token for the weights); the last tile to
+// finish (global counter) groups all pairs, in one kernel, so a decode step pays one launch
+// for all of routing. From kGroupInGridFromTokens tokens two grouping kernels over the grid
+// group instead. Counters are zeroed by a memset node before the kernel.
 //
 // Ahead of the decode kernels (m <= decode_max_tokens) on sm_90+, one cluster of
 // kClusterBlocks blocks instead (route_cluster_kernel): each block computes the logits of
 // E / kClusterBlocks experts into block 0's shared memory, one cluster barrier, and block 0
 // ranks and groups with the logits, top-k ids and membership words in shared memory
 // (group_decode_pairs). No memset node, no fences, no counter atomics, no re-reads of the ids
-// from L2. It is launched programmatically: the
-// router rows (which no earlier kernel writes) are loaded into registers (HeldRouterTile, up
-// to 16 rows a block at H <= 2048; HeldRouterRows at one token, up to 8) or asked of L2 while the previous layer's combine still
-// runs, and it lets gate_up start once its logits are done.
+// from L2. It is launched programmatically: the router rows (which no earlier kernel writes)
+// are loaded into registers (HeldRouterTile, up to 16 rows a block at H <= 2048;
+// HeldRouterRows at one token, up to 8) or asked of L2 while the previous layer's combine
+// still runs, and it lets gate_up start once its logits are done.
 //
 // Why this shape (docs/design/kernels.md has the figures): at decode sizes the route is a
 // serial chain on the layer's critical path. Ranking by counted ranks (select_top_k: a thread a
@@ -29,10 +31,9 @@
 // are fetched cold while gate_up's shared experts load the memory system (a per-warp trace put
 // the first run of the top-k and weights at several times a second run). So that code is kept
 // small: loops over a lane's logits or a thread's experts are not unrolled, no register array is
-// indexed by them, one token groups in one phase
-// beside the weighing (group_one_token), and one token has a kernel of its own
-// (route_cluster_kernel<true>: 36 KB of SASS where the general one has 88), so the ranking
-// block fetches only that path's code.
+// indexed by them, one token groups in one phase beside the weighing (group_one_token), and
+// one token has a kernel of its own (route_cluster_kernel<true>: 36 KB of SASS where the
+// general one has 88), so the ranking block fetches only that path's code.
 #include <cooperative_groups.h>
 
 #include <cmath>
@@ -48,275 +49,13 @@
 #include "kernels/moe/route_grouping_map.hpp"
 #include "kernels/moe/route_logits.cuh"
 #include "kernels/moe/route_params.cuh"
-#include "kernels/moe/route_telemetry.cuh"
+#include "kernels/moe/route_ranking.cuh"
 
 namespace moe::kernels {
 
 namespace {
 
 using namespace route;
-
-constexpr int kLogitsStride = kMaxLogitsPerLane * 32;  // a token's row in TileLogits
-
-// A token tile's logits in shared memory, where every thread of the ranking block reads them.
-using TileLogits = float[kRouteTokens][kLogitsStride];
-
-// The order top-k ranks by: value descending, then index ascending; NaN as the lowest value, so
-// the order stays total and every logit gets a distinct rank whatever the input.
-__device__ __forceinline__ float order_key(float v) { return isnan(v) ? -INFINITY : v; }
-
-// Top-k of each token of the tile, the whole block at once: the logit (t, e) has rank
-// #{e' : (t, e') comes before (t, e)}, and the k first ranks land in distinct slots. A thread
-// compares one logit with its token's row (broadcast reads), with no selection rounds: one
-// warp picking k times, a shuffle reduction each, took 4 us of the route at E = 64, k = 6.
-__device__ void select_top_k(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
-  const int E = p.experts;
-  for (int i = threadIdx.x; i < tn * E; i += blockDim.x) {
-    const int t = i / E, e = i % E;
-    const float* row = logits[t];
-    const float v = order_key(row[e]);
-    int rank = 0;
-#pragma unroll 4  // not 8: the code runs cold (header)
-    for (int e2 = 0; e2 < E; ++e2) {
-      const float u = order_key(row[e2]);
-      rank += (u > v) | ((u == v) & (e2 < e));
-    }
-    if (rank < p.top_k) selected[t * kMaxTopK + rank] = e;
-  }
-}
-
-// Selection `lane` of a token, its pair index `at`: the id and weight to scratch, and telemetry.
-// Every route kernel weighs each pair once and stores it here: the one place telemetry accumulates.
-__device__ __forceinline__ void store_selection(const RouteParams& p, int at, int id, float w, int lane) {
-  p.topk_ids[at] = id;
-  p.topk_weights[at] = w;
-  if (p.telemetry.header) {
-    detail::record_routed_pair(p.telemetry, at == 0 && p.telemetry.inject ? p.telemetry.inject_id : id);
-    if (lane == 0) detail::record_routed_total(p.telemetry, static_cast<unsigned int>(p.top_k));
-  }
-}
-
-// One warp weighs the selections of tile token t (global token t0 + t): softmax over all E
-// logits (summed lane-strided, then a butterfly, in a fixed order) or sigmoid, optionally
-// renormalised over the k. Lane r < k writes selection r; `ids_copy` (may be null) receives
-// the ids too, at the same index as topk_ids, and `membership` (may be null; tile token t0 + t
-// < 32) gets the token's bit set in each selected expert's word.
-__device__ void weigh_token(const RouteParams& p, const TileLogits& logits, const int* selected, int t, int t0,
-                            int lane, int* ids_copy, std::uint32_t* membership) {
-  const int E = p.experts;
-  const float* row = logits[t];
-  const bool mine = lane < p.top_k;
-  const int my_id = mine ? selected[t * kMaxTopK + lane] : 0;
-  const float my_val = mine ? row[my_id] : 0.f;
-  float w;
-  if (p.softmax) {
-    const float top_val = row[selected[t * kMaxTopK]];
-    float s = 0.f;
-#pragma unroll 1  // one copy of expf's code, not E / 32 (header: cold code)
-    for (int e = lane; e < E; e += 32) s += expf(row[e] - top_val);
-    s = detail::warp_sum(s);
-    w = expf(my_val - top_val) / s;
-  } else {
-    w = 1.0f / (1.0f + expf(-my_val));
-  }
-  if (p.renormalize) w = w / detail::warp_sum(mine ? w : 0.f);
-  if (mine) {
-    const int at = (t0 + t) * p.top_k + lane;
-    store_selection(p, at, my_id, w, lane);
-    if (ids_copy) ids_copy[at] = my_id;
-    if (membership) atomicOr(membership + my_id, 1u << (t0 + t));
-  }
-}
-
-// The same selection, a warp a token: k rounds, each taking the best logit not yet taken (every
-// lane its E / 32 logits, read from shared memory each round so the loop need not be unrolled,
-// then a butterfly) in the order select_top_k ranks by. A thread of
-// select_top_k compares one logit with all E: with several tokens of E = 128 each thread walks
-// 4 x 128 compares, where a round costs a warp E / 32 compares and 5 shuffle steps.
-__device__ void select_top_k_rounds(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
-  const int E = p.experts, lane = threadIdx.x & 31;
-  for (int t = threadIdx.x >> 5; t < tn; t += kRouteWarps) {
-    const float* row = logits[t];
-    std::uint32_t taken = 0;  // bit j: this lane's logit lane + 32 j is selected
-    for (int r = 0; r < p.top_k; ++r) {
-      float bv = -INFINITY;
-      int bi = E;  // E: none (every lane's candidates may be taken)
-#pragma unroll 1
-      for (int j = 0, e = lane; e < E; ++j, e += 32) {
-        const float v = order_key(row[e]);
-        if (!((taken >> j) & 1u) && (bi == E || v > bv)) {  // ascending e: ties keep the first
-          bv = v;
-          bi = e;
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (oi != E && (bi == E || ov > bv || (ov == bv && oi < bi))) {
-          bv = ov;
-          bi = oi;
-        }
-      }
-      // top_k <= E (validated), so a round always finds one; lane bi % 32 marks it taken.
-      if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
-      if (lane == 0) selected[t * kMaxTopK + r] = bi;
-    }
-  }
-}
-
-// Ranks and weighs the tile's tokens: the block selects, then a warp weighs a token.
-// Selection by ranks while a thread has one logit to place (tn x E <= threads: one token at
-// E <= 256, four at E <= 64), by rounds beyond (ForwardOptions::top_k_select overrides for A/B timing; same
-// ids either way).
-__device__ void select_tile(const RouteParams& p, const TileLogits& logits, int tn, int* selected) {
-  const bool rounds = p.select == TopKSelect::rounds ||
-                      (p.select == TopKSelect::automatic && tn * p.experts > static_cast<int>(blockDim.x));
-  if (rounds) select_top_k_rounds(p, logits, tn, selected);
-  else select_top_k(p, logits, tn, selected);
-}
-
-__device__ void rank_tile(const RouteParams& p, const TileLogits& logits, int t0, int tn, int* ids_copy,
-                          std::uint32_t* membership) {
-  __shared__ int selected[kRouteTokens * kMaxTopK];
-  select_tile(p, logits, tn, selected);
-  __syncthreads();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int t = warp; t < tn; t += kRouteWarps) weigh_token(p, logits, selected, t, t0, lane, ids_copy, membership);
-}
-
-// The routing of real configs (MoeDims::plain_routing false; reference.hpp's route_token says
-// what the models compute), a warp a token: lane l holds the scores and choices of experts
-// l, l + 32, ... in registers (unrolled: E <= 512), the groups are ranked a lane a group, and
-// the top-k is taken in k rounds over the kept experts, each round's butterfly carrying the
-// winner's unbiased score so the weights need no second look-up. `row` (the token's logits in
-// shared memory) is overwritten with the choices. Ties as everywhere: value descending, index
-// ascending (groups too). Only route_kernel<kRich = true, ...> runs it, so the plain path's
-// registers and code are unchanged.
-__device__ void route_token_rich(const RouteParams& p, float* row, int token, int lane) {
-  constexpr unsigned kAll = 0xffffffffu;
-  const int E = p.experts;
-  float score[kMaxLogitsPerLane], choice[kMaxLogitsPerLane];
-  float top = -INFINITY, sum = 0.f;
-  if (p.softmax) {
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j)
-      if (lane + 32 * j < E) top = fmaxf(top, order_key(row[lane + 32 * j]));
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(kAll, top, o));
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j)
-      if (lane + 32 * j < E) sum += expf(row[lane + 32 * j] - top);
-    sum = detail::warp_sum(sum);
-  }
-  std::uint32_t out = 0;  // bit j: expert lane + 32 j is not a candidate (past E, dropped group, taken)
-#pragma unroll
-  for (int j = 0; j < kMaxLogitsPerLane; ++j) {
-    const int e = lane + 32 * j;
-    if (e < E) {
-      const float v = row[e];
-      score[j] = p.softmax ? expf(v - top) / sum : 1.0f / (1.0f + expf(-v));
-      choice[j] = score[j] + (p.selection_bias ? p.selection_bias[e] : 0.f);
-    } else {
-      score[j] = 0.f;
-      choice[j] = -INFINITY;
-      out |= 1u << j;
-    }
-  }
-  if (p.grouped && p.n_group > 1) {
-    __syncwarp();
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j)
-      if (lane + 32 * j < E) row[lane + 32 * j] = choice[j];
-    __syncwarp();
-    const int per = E / p.n_group;
-    float group = -INFINITY;
-    if (lane < p.n_group) {
-      float b1 = -INFINITY, b2 = -INFINITY;
-#pragma unroll 1
-      for (int e = lane * per; e < (lane + 1) * per; ++e) {
-        const float v = order_key(row[e]);
-        if (v > b1) {
-          b2 = b1;
-          b1 = v;
-        } else if (v > b2) {
-          b2 = v;
-        }
-      }
-      group = p.group_top2 && per >= 2 ? b1 + b2 : b1;
-    }
-    int rank = 0;
-#pragma unroll 1
-    for (int g = 0; g < p.n_group; ++g) {
-      const float o = __shfl_sync(kAll, group, g);
-      rank += (o > group) | ((o == group) & (g < lane));
-    }
-    const unsigned kept = __ballot_sync(kAll, lane < p.n_group && rank < p.topk_group);
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j)
-      if (lane + 32 * j < E && !((kept >> ((lane + 32 * j) / per)) & 1u)) out |= 1u << j;
-  }
-  int my_id = 0;
-  float my_score = 0.f;
-#pragma unroll 1
-  for (int r = 0; r < p.top_k; ++r) {
-    float bv = -INFINITY, bs = 0.f;
-    int bi = E;  // E: none
-#pragma unroll
-    for (int j = 0; j < kMaxLogitsPerLane; ++j) {
-      const float v = order_key(choice[j]);
-      if (!((out >> j) & 1u) && (bi == E || v > bv)) {  // ascending e: ties keep the first
-        bv = v;
-        bi = lane + 32 * j;
-        bs = score[j];
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(kAll, bv, o), os = __shfl_xor_sync(kAll, bs, o);
-      const int oi = __shfl_xor_sync(kAll, bi, o);
-      if (oi != E && (bi == E || ov > bv || (ov == bv && oi < bi))) {
-        bv = ov;
-        bi = oi;
-        bs = os;
-      }
-    }
-    // Kept groups hold at least k experts (validate_shape), so every round finds one.
-    if (bi != E && (bi & 31) == lane) out |= 1u << (bi >> 5);
-    if (lane == r) {
-      my_id = bi == E ? 0 : bi;
-      my_score = bs;
-    }
-  }
-  const bool mine = lane < p.top_k;
-  float w = mine ? my_score : 0.f;
-  if (p.renormalize) w = w / detail::warp_sum(w);
-  w *= p.routed_scaling;
-  if (mine) store_selection(p, token * p.top_k + lane, my_id, w, lane);
-}
-
-// scale_input (Llama-4, top-1): each pair's gate_up input row, bf16(x * w) for the routed
-// slot and x itself for the shared ones, for the tile's tokens (their weights are stored and
-// visible to this block), so the expert kernels read a pair's own row.
-__device__ void write_pair_inputs(const RouteParams& p, int t0, int tn) {
-  const int slots = p.top_k + p.shared, vecs = p.hidden / 8;
-  for (int i = threadIdx.x; i < tn * slots * vecs; i += kRouteThreads) {
-    const int t = t0 + i / (slots * vecs), s = (i / vecs) % slots, v = i % vecs;
-    const uint4 xv = __ldg(reinterpret_cast<const uint4*>(p.x + static_cast<std::size_t>(t) * p.hidden) + v);
-    uint4 o = xv;
-    if (s < p.top_k) {
-      const float w = p.topk_weights[t * p.top_k + s];
-      const std::uint32_t in[4] = {xv.x, xv.y, xv.z, xv.w};
-      std::uint32_t r[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        r[j] = detail::to_bf16_bits(detail::bf16_lo(in[j]) * w) |
-               (static_cast<std::uint32_t>(detail::to_bf16_bits(detail::bf16_hi(in[j]) * w)) << 16);
-      o = make_uint4(r[0], r[1], r[2], r[3]);
-    }
-    reinterpret_cast<uint4*>(p.x_pairs + (static_cast<std::size_t>(t) * slots + s) * p.hidden)[v] = o;
-  }
-}
 
 // A block computes the logits of route_block_rows router rows (route_logits.cuh: a tile on
 // tensor cores, or one row) for its token tile; kRich: the routing of real configs
