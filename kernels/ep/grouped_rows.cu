@@ -9,6 +9,7 @@
 #include "common/cuda_check.hpp"
 #include "kernels/ep/ep_kernels.hpp"
 #include "kernels/ep/received_grouping.hpp"
+#include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
 #include "kernels/moe/launch.cuh"
 
@@ -91,15 +92,6 @@ struct GroupParams {
   int* pair_position;            // [rows * k]
 };
 
-__device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int n = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += n;
-  }
-  return v;
-}
-
 // One block: the route stage's grouping outputs for the batch (group_received_host's values).
 // Global memory between the phases: a __syncthreads orders the block's writes and reads.
 __global__ void __launch_bounds__(kGroupThreads) group_received_kernel(GroupParams p) {
@@ -139,9 +131,9 @@ __global__ void __launch_bounds__(kGroupThreads) group_received_kernel(GroupPara
       const int c = e < E ? p.counts[e] : 0;
       const int act = c > 0;
       const int tl = tiles_of(c, kTensorCoreTileRows);
-      const int ic = warp_inclusive_scan(c, lane);
-      const int ia = warp_inclusive_scan(act, lane);
-      const int it = warp_inclusive_scan(tl, lane);
+      const int ic = detail::warp_inclusive_scan(c, lane);
+      const int ia = detail::warp_inclusive_scan(act, lane);
+      const int it = detail::warp_inclusive_scan(tl, lane);
       if (e < E) {
         const int off = base_off + ic - c;
         p.offsets[e] = off;

@@ -57,6 +57,16 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// The sum of v over lanes 0 .. lane (a Hillis-Steele scan, 5 shuffles).
+__device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int n = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += n;
+  }
+  return v;
+}
+
 // N warp sums at once (N a power of two, at most 32) in N - 1 + 5 - log2(N) shuffles, not 5 N:
 // with warp_sum's partners (lane ^ 16, 8, ..., 1), a lane keeps half of the values it still
 // holds at each step and sends the other half. Each addition pairs the same two values as

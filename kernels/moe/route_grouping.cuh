@@ -11,20 +11,12 @@
 //     the pairs. One block grouping every pair took 582 us of qwen3-30b-a3b's M = 8192 route.
 #include <cstdint>
 
+#include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward.hpp"
 #include "kernels/moe/route_grouping_map.hpp"
 #include "kernels/moe/route_params.cuh"
 
 namespace moe::kernels::route {
-
-__device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int n = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += n;
-  }
-  return v;
-}
 
 // Past the active experts the list holds -1: expert kernels stop there without reading
 // num_active first.
@@ -58,7 +50,7 @@ __device__ inline void place_experts(const RouteParams& p, CountOf count_of, int
   int before[3], total[3];
 #pragma unroll
   for (int j = 0; j < 3; ++j) {
-    const int inclusive = warp_inclusive_scan(own[j], lane);
+    const int inclusive = detail::warp_inclusive_scan(own[j], lane);
     if (lane == 31) s_warp_totals[warp][j] = inclusive;
     before[j] = inclusive - own[j];
   }
@@ -245,7 +237,7 @@ __device__ inline void prefix_membership_words(const RouteParams& p, int e) {
   for (int w0 = 0; w0 < W; w0 += 32) {
     const int w = w0 + lane;
     const int c = w < W ? __popc(words[w]) : 0;
-    const int inclusive = warp_inclusive_scan(c, lane);
+    const int inclusive = detail::warp_inclusive_scan(c, lane);
     if (w < W) prefix[w] = carry + inclusive - c;
     carry += __shfl_sync(0xffffffffu, inclusive, 31);
   }
