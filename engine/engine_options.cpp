@@ -8,6 +8,7 @@ namespace moe {
 
 namespace {
 
+using kernels::DownRows;
 using kernels::EpCompute;
 using kernels::ForwardOptions;
 using kernels::GemmFamily;
@@ -75,6 +76,8 @@ const Field kFields[] = {
     bool_field<&ForwardOptions::stream_int4>(),
     {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
      [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
+    {[](const ForwardOptions& o) -> std::string { return o.down_rows == DownRows::bf16 ? "bf16" : "fp32"; },
+     [](ForwardOptions& o, std::string_view v) { o.down_rows = v == "bf16" ? DownRows::bf16 : DownRows::fp32; }},
 };
 
 const std::vector<EngineSwitch>& switch_table() {
@@ -107,6 +110,9 @@ const std::vector<EngineSwitch>& switch_table() {
        "warp-group MMA tiles above; off, int4 in rows"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
+      {"down-rows", "MOE_DOWN_ROWS", "fp32", {"fp32", "bf16"},
+       "down's per-pair rows, which the combine sums: fp32 (fp32), or bf16 where the warp-group MMA tiles "
+       "run down (bf16: half the bytes between down and the combine; one bf16 rounding a row element)"},
   };
   return table;
 }

@@ -82,4 +82,9 @@ std::optional<std::string> MoeLayer::capture_blocker(int m) const {
   return std::nullopt;
 }
 
+kernels::ExpertGemmKernels MoeLayer::expert_gemm_kernels(int m, int sm) const {
+  const bool decode_path = kernels::takes_decode_path(config_.path, config_.options, config_.dims, m, sm);
+  return kernels::expert_gemm_kernels(config_.options, config_.dims, weights_->int4_layout(), m, sm, decode_path);
+}
+
 }  // namespace moe

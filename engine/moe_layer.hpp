@@ -45,6 +45,9 @@ class MoeLayer {
   std::optional<std::string> capture_blocker(int m) const;
 
   const LayerConfig& config() const { return config_; }
+  // The expert GEMM kernels a forward of m tokens runs on a device of compute capability sm
+  // (major * 10 + minor): what a report says its figure is of.
+  kernels::ExpertGemmKernels expert_gemm_kernels(int m, int sm) const;
   MoeWeights& weights() { return *weights_; }
   const MoeWeights& weights() const { return *weights_; }
   ScratchPool& scratch() { return scratch_; }

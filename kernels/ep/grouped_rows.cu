@@ -240,6 +240,7 @@ MoeForwardArgs grouped_batch_args(const GroupedRowsArgs& a, const GroupedRowsLay
   b.scratch = a.scratch;
   b.scratch_bytes = l.forward.total;
   b.options = a.options;
+  b.options.down_rows = DownRows::fp32;  // combine_rows_kernel reads down's rows as fp32
   return b;
 }
 

@@ -1,7 +1,8 @@
 // Stage 4: out[t] = sum over slots s = 0 .. k+S-1, in that order, of w[t, s] * y[pair(t, s)]
 // (routed: the top-k weight, or 1 under scale_input; shared: 1, or the shared gate),
-// fp32, rounded once to bf16. Each output element is owned by one thread and summed in a
-// fixed order, so the result is the same bits on every run (no atomics).
+// fp32, rounded once to bf16. y is down's rows, fp32 or bf16 (ForwardOptions::down_rows). Each
+// output element is owned by one thread and summed in a fixed order, so the result is the same
+// bits on every run (no atomics).
 #include "common/cuda_check.hpp"
 #include "kernels/moe/device_math.cuh"
 #include "kernels/moe/forward_stages.hpp"
@@ -13,9 +14,25 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Elements 8v .. 8v + 7 of a down row of `hidden` elements, fp32 or bf16, as floats.
+template <bool kBf16Rows>
+__device__ __forceinline__ void load_row8(const float* down_out, std::size_t row, int hidden, int v,
+                                          float4 (&y)[2]) {
+  if constexpr (kBf16Rows) {
+    const auto* bf16_row = reinterpret_cast<const __nv_bfloat16*>(down_out) + row * hidden;
+    const uint4 b = reinterpret_cast<const uint4*>(bf16_row)[v];
+    y[0] = make_float4(detail::bf16_lo(b.x), detail::bf16_hi(b.x), detail::bf16_lo(b.y), detail::bf16_hi(b.y));
+    y[1] = make_float4(detail::bf16_lo(b.z), detail::bf16_hi(b.z), detail::bf16_lo(b.w), detail::bf16_hi(b.w));
+  } else {
+    const float4* r = reinterpret_cast<const float4*>(down_out + row * hidden + v * 8);
+    y[0] = r[0];
+    y[1] = r[1];
+  }
+}
+
 // kPlain: routed slots by their top-k weight, shared slots 1 (every plain-routing shape: the
 // kernel as it was); else the shared gate and scale_input's unweighted routed slots apply.
-template <bool kPlain>
+template <bool kPlain, bool kBf16Rows>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* down_out, const float* topk_weights, const int* pair_position,
                    const float* shared_gate, bool routed_unweighted, int hidden, int top_k, int slots,
@@ -48,12 +65,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     float4 y[kChunk][2];
 #pragma unroll
-    for (int j = 0; j < kChunk; ++j) {
-      const float4* row =
-          reinterpret_cast<const float4*>(down_out + static_cast<std::size_t>(pos[j]) * hidden + v * 8);
-      y[j][0] = row[0];
-      y[j][1] = row[1];
-    }
+    for (int j = 0; j < kChunk; ++j)
+      load_row8<kBf16Rows>(down_out, static_cast<std::size_t>(pos[j]), hidden, v, y[j]);
 #pragma unroll
     for (int j = 0; j < kChunk; ++j) {
       if (s0 + j < slots) {
@@ -79,15 +92,19 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void preload_combine_kernels() {
-  detail::load_kernel(combine_kernel<true>, "combine_kernel");
-  detail::load_kernel(combine_kernel<false>, "combine_kernel<gated or scaled>");
+  detail::load_kernel(combine_kernel<true, false>, "combine_kernel");
+  detail::load_kernel(combine_kernel<false, false>, "combine_kernel<gated or scaled>");
+  detail::load_kernel(combine_kernel<true, true>, "combine_kernel<bf16 rows>");
+  detail::load_kernel(combine_kernel<false, true>, "combine_kernel<gated or scaled, bf16 rows>");
 }
 
-void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
+void enqueue_combine(const MoeForwardArgs& a, const ScratchLayout& l, bool bf16_rows, cudaStream_t stream) {
   const long long items = static_cast<long long>(a.m) * (a.dims.hidden / 8);
   const unsigned blocks = static_cast<unsigned>((items + kThreads - 1) / kThreads);
   const bool plain = !a.dims.shared_gate && !a.dims.scale_input;
-  detail::launch(plain ? combine_kernel<true> : combine_kernel<false>, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
+  const auto kernel = bf16_rows ? (plain ? combine_kernel<true, true> : combine_kernel<false, true>)
+                                : (plain ? combine_kernel<true, false> : combine_kernel<false, false>);
+  detail::launch(kernel, dim3(blocks), dim3(kThreads), 0, stream, a.options.programmatic_launch,
                  "combine_kernel", static_cast<const float*>(l.at<float>(a.scratch, l.down_out)),
                  static_cast<const float*>(l.at<float>(a.scratch, l.topk_weights)),
                  static_cast<const int*>(l.at<int>(a.scratch, l.pair_position)),

@@ -20,6 +20,7 @@ ExpertGemmOperands expert_gemm_operands(const MoeForwardArgs& a, const ScratchLa
   p.sorted_pairs = l.at<int>(s, l.sorted_pairs);
   p.h_out = l.at<__nv_bfloat16>(s, l.h);
   p.down_out = l.at<float>(s, l.down_out);
+  p.down_bf16 = false;  // the wgmma tiles' down sets it (down_rows_in_bf16)
   return p;
 }
 

@@ -16,7 +16,8 @@ struct ExpertGemmOperands {
   const int* offsets;           // [E + S + 1]: each expert's first pair in the grouped order
   const int* sorted_pairs;      // grouped position -> pair index
   __nv_bfloat16* h_out;         // [pairs, I], grouped order
-  float* down_out;              // [pairs, H], grouped order
+  float* down_out;              // [pairs, H], grouped order: fp32, or bf16 where down_bf16
+  bool down_bf16;               // down_rows_in_bf16: the wgmma tiles' down stores bf16 rows
 };
 
 // gate_up's (gate_up true) or down's operands. scale_input (Llama-4): gate_up reads each pair's

@@ -309,9 +309,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
       for (int r = 0; r < kBN / 2; r += 2) {
         const wt::AccumulatorPosition at = wt::accumulator_position(t, r);
         const int row = wg_row0 + at.row, col = w.col_tile * kBN + at.col;
-        if (row < w.rows && col < p.out_rows)
-          *reinterpret_cast<float2*>(p.down_out + static_cast<std::size_t>(w.first_pair + row) * p.out_rows + col) =
-              make_float2(acc[r], acc[r + 1]);
+        if (row < w.rows && col < p.out_rows) {
+          const std::size_t at_out = static_cast<std::size_t>(w.first_pair + row) * p.out_rows + col;
+          if (p.down_bf16)  // DownRows::bf16: half the bytes to write here and for the combine to read
+            reinterpret_cast<std::uint32_t*>(p.down_out)[at_out / 2] =
+                detail::to_bf16_bits(acc[r]) | (static_cast<std::uint32_t>(detail::to_bf16_bits(acc[r + 1])) << 16);
+          else
+            *reinterpret_cast<float2*>(p.down_out + at_out) = make_float2(acc[r], acc[r + 1]);
+        }
       }
     }
   }
@@ -348,7 +353,8 @@ void configure_wgmma_kernel(int experts) {
 
 template <WeightFormat F, bool kGateUp, Int4Layout L>
 void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  const ExpertGemmOperands p = expert_gemm_operands(a, l, kGateUp);
+  ExpertGemmOperands p = expert_gemm_operands(a, l, kGateUp);
+  p.down_bf16 = !kGateUp && down_rows_in_bf16(a.options, ExpertGemmKernels::wgmma_tiles);
   const int smem = WgmmaConfig<F, kTileCols>::bytes(p.total_experts);
   configure_wgmma_kernel<F, kGateUp, L>(p.total_experts);
   const int upper = (l.pairs + kBM - 1) / kBM + p.total_experts;  // row tiles at most

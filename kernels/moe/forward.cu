@@ -195,35 +195,37 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
     bad("gemm=" + std::string(to_string(args.options.gemm)) +
         " does not read a routed expert's scaled input (Llama-4); use gemm=auto");
   enqueue_route(args, layout, stream);
-  enqueue_expert_gemms(args, layout, path, stream);
-  enqueue_combine(args, layout, stream);
+  const ExpertGemmKernels kernels = enqueue_expert_gemms(args, layout, path, stream);
+  enqueue_combine(args, layout, down_rows_in_bf16(args.options, kernels), stream);
 }
 
-void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
-                          cudaStream_t stream) {
-  switch (expert_gemm_kernels(args.options, args.dims, args.experts.int4_layout, args.m, current_device_sm(),
-                              path == ForwardPath::decode)) {
+ExpertGemmKernels enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
+                                       cudaStream_t stream) {
+  const ExpertGemmKernels kernels = expert_gemm_kernels(args.options, args.dims, args.experts.int4_layout, args.m,
+                                                        current_device_sm(), path == ForwardPath::decode);
+  switch (kernels) {
     case ExpertGemmKernels::stream:
       enqueue_gate_up_stream(args, layout, stream);
       enqueue_down_stream(args, layout, stream);
-      return;
+      break;
     case ExpertGemmKernels::mma:
       enqueue_gate_up_mma(args, layout, stream);
       enqueue_down_mma(args, layout, stream);
-      return;
+      break;
     case ExpertGemmKernels::decode:
       enqueue_gate_up_decode(args, layout, stream);
       enqueue_down_decode(args, layout, stream);
-      return;
+      break;
     case ExpertGemmKernels::wgmma_tiles:
       enqueue_gate_up_wgmma(args, layout, stream);
       enqueue_down_wgmma(args, layout, stream);
-      return;
+      break;
     case ExpertGemmKernels::wmma_tiles:
       enqueue_gate_up_tensor_core(args, layout, stream);
       enqueue_down_tensor_core(args, layout, stream);
-      return;
+      break;
   }
+  return kernels;
 }
 
 }  // namespace moe::kernels

@@ -69,6 +69,13 @@ constexpr int kWgmmaAutoMinTokens = 1024;
 // rows stays the default until ep-step on two GPUs or more says grouped is faster.
 enum class EpCompute : int { rows, grouped };
 
+// The element type of down's per-pair rows (scratch down_out), which the combine sums: fp32
+// everywhere, or bf16 where the warp-group MMA tiles run down (down_rows_in_bf16), which halves
+// the bytes down writes and the combine reads at prefill sizes (qwen3-30b-a3b M = 8192: 537 MB
+// each way in fp32), as vLLM's fused_moe keeps them; each row element then takes one bf16
+// rounding before the weighted sum. fp32 stays the default until a GPU A/B says bf16 wins.
+enum class DownRows : int { fp32, bf16 };
+
 struct ForwardOptions {
   // Programmatic dependent launch between the forward's kernels (sm_90+): each kernel is
   // scheduled before the previous one ends, so gate_up streams the shared experts while the
@@ -99,6 +106,7 @@ struct ForwardOptions {
   // (which hid a scratch pool's missing drain from probe scratch-regrow).
   bool preload_kernels = true;
   EpCompute ep_compute = EpCompute::rows;
+  DownRows down_rows = DownRows::fp32;
 
   bool operator==(const ForwardOptions&) const = default;
 };
@@ -234,6 +242,11 @@ constexpr ExpertGemmKernels expert_gemm_kernels(const ForwardOptions& o, const M
   if (runs_mma_gemm(o, d, int4, m, sm)) return ExpertGemmKernels::mma;
   if (decode_path && !in_stream_tiles(d, int4)) return ExpertGemmKernels::decode;
   return runs_wgmma_tiles(o, d, int4, m, sm) ? ExpertGemmKernels::wgmma_tiles : ExpertGemmKernels::wmma_tiles;
+}
+
+// Whether down writes its rows in bf16 (DownRows) in a forward that runs `kernels`.
+constexpr bool down_rows_in_bf16(const ForwardOptions& o, ExpertGemmKernels kernels) {
+  return o.down_rows == DownRows::bf16 && kernels == ExpertGemmKernels::wgmma_tiles;
 }
 
 // The expert GEMM kernels a layer's forward can run at some M: what preload_forward_kernels

@@ -41,11 +41,12 @@ void enqueue_down_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout,
 // gate_up then down on the family the forward takes: stream or mma at every M under
 // ForwardOptions::gemm, else the decode kernels or the tensor-core tiles by `path` (resolve_forward_path(args)).
 // Stages 2 and 3 of enqueue_moe_forward, and of the expert-parallel layer's grouped rows.
-void enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
-                          cudaStream_t stream);
+// Returns the kernels it enqueued (down_rows_in_bf16 says how down's rows were stored).
+ExpertGemmKernels enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
+                                       cudaStream_t stream);
 
-// Weighted combine of down_out into args.out.
-void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
+// Weighted combine of down_out (fp32 rows, or bf16 where bf16_rows) into args.out.
+void enqueue_combine(const MoeForwardArgs& args, const ScratchLayout& layout, bool bf16_rows, cudaStream_t stream);
 
 // Each stage's kernels loaded now (preload_forward_kernels, forward.hpp): every instantiation
 // the stage may launch for `format` on the current device, with its launcher's per-device

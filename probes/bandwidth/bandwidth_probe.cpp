@@ -55,11 +55,7 @@ StepBytes count_step_bytes(Engine& engine, int m) {
 // Which expert GEMM kernels the engine's forward of m tokens runs, so a report says which
 // kernels its figure is of.
 kernels::ExpertGemmKernels expert_gemm_kernels(Engine& engine, int m, const Device& device) {
-  const LayerConfig& config = engine.layer(0).config();
-  const int sm = device.props.major * 10 + device.props.minor;
-  const kernels::Int4Layout int4 = engine.layer(0).weights().int4_layout();
-  const bool decode_path = kernels::takes_decode_path(config.path, config.options, config.dims, m, sm);
-  return kernels::expert_gemm_kernels(config.options, config.dims, int4, m, sm, decode_path);
+  return engine.layer(0).expert_gemm_kernels(m, device.props.major * 10 + device.props.minor);
 }
 
 // Hot and cold figures are different measurements: different names, so different keys, so

@@ -22,7 +22,7 @@ namespace {
 
 // What the layers of one step must read, stage by stage, averaged over the layers (each layer
 // routes its own tokens, so each touches its own experts).
-LayerTraffic layer_traffic(Engine& engine, int m) {
+LayerTraffic layer_traffic(Engine& engine, int m, int sm) {
   const kernels::MoeDims d = engine.layer(0).config().dims;
   using kernels::TensorKind;
   const double gate_up_expert = static_cast<double>(kernels::expert_weight_bytes(d, TensorKind::gate_up) +
@@ -34,7 +34,9 @@ LayerTraffic layer_traffic(Engine& engine, int m) {
   t.router = static_cast<double>(engine.layer(0).weights().router_bytes());
   t.activations_in = static_cast<double>(m) * d.hidden * 2;
   t.h = pairs * d.inter * 2;
-  t.down_out = pairs * d.hidden * 4;
+  const kernels::ForwardOptions& o = engine.layer(0).config().options;
+  const bool bf16_rows = kernels::down_rows_in_bf16(o, engine.layer(0).expert_gemm_kernels(m, sm));
+  t.down_out = pairs * d.hidden * (bf16_rows ? 2 : 4);
   double touched = 0;
   for (int l = 0; l < engine.layers(); ++l)
     touched += static_cast<double>(
@@ -73,7 +75,8 @@ void run_stages_probe(ProbeState& state) {
       const report::Check correct =
           check_layer_output(engine.layer(0), engine.output(0), m, input_seed)
               .as_check("layer0_matches_reference");
-      const StageBytes bytes = stage_bytes(layer_traffic(engine, m));
+      const int sm = state.device().props.major * 10 + state.device().props.minor;
+      const StageBytes bytes = stage_bytes(layer_traffic(engine, m, sm));
 
       for (const SweepPoint& point : m_points) {
         const std::string& mode = *point.mode;

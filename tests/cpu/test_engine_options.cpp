@@ -60,7 +60,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 11);
+  CHECK(moe::engine_switches().size() == 12);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -459,4 +459,19 @@ TEST_CASE("the decode path: below sm_80 always, never for a scaled input, else b
     CHECK_FALSE(takes_decode_path(ForwardPath::automatic, o, d, 1, 90));
     CHECK_FALSE(takes_decode_path(ForwardPath::decode, o, d, 1, 90));
   }
+}
+
+TEST_CASE("down-rows=bf16 stores down's rows in bf16 only where the wgmma tiles run down") {
+  EngineOptions o;
+  CHECK(o.forward().down_rows == moe::kernels::DownRows::fp32);  // off until a GPU A/B says otherwise
+  o.assign("down-rows=bf16", "--switch");
+  const moe::kernels::ForwardOptions& f = o.forward();
+  CHECK(f.down_rows == moe::kernels::DownRows::bf16);
+  using moe::kernels::ExpertGemmKernels;
+  CHECK(moe::kernels::down_rows_in_bf16(f, ExpertGemmKernels::wgmma_tiles));
+  for (ExpertGemmKernels k : {ExpertGemmKernels::stream, ExpertGemmKernels::mma, ExpertGemmKernels::decode,
+                              ExpertGemmKernels::wmma_tiles})
+    CHECK_FALSE(moe::kernels::down_rows_in_bf16(f, k));
+  CHECK_FALSE(moe::kernels::down_rows_in_bf16(moe::kernels::ForwardOptions{}, ExpertGemmKernels::wgmma_tiles));
+  CHECK_THROWS_AS(o.assign("down-rows=fp16", "--switch"), moe::UsageError);
 }
