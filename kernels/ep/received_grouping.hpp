@@ -17,6 +17,7 @@
 
 #include "kernels/ep/ep_kernels.hpp"
 #include "kernels/moe/host_device.hpp"
+#include "kernels/moe/route_grouping_map.hpp"
 
 namespace moe::kernels::ep {
 
@@ -52,19 +53,8 @@ MOE_HD int slot_local_expert(const int* experts, int slot, int local_experts, bo
 // Membership words of the batch: 32 tokens a word.
 MOE_HD int membership_words(int rows) { return (rows + 31) / 32; }
 
-MOE_HD int popcount32(std::uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  return __popc(v);
-#else
-  return __builtin_popcount(v);
-#endif
-}
-
-// Sorted position of token t's pair of an expert: the expert's first position, its tokens in
-// the words before t's (prefix_of_word) and in t's word below t.
-MOE_HD int grouped_position(int expert_offset, int prefix_of_word, std::uint32_t word, int t) {
-  return expert_offset + prefix_of_word + popcount32(word & ((1u << (t & 31)) - 1u));
-}
+// Sorted position of token t's pair of an expert, as the route places it.
+using kernels::grouped_position;
 
 // Tensor-core tiles of an expert with `pairs` pairs (kTensorCoreTileRows a tile).
 MOE_HD int tiles_of(int pairs, int tile_rows) { return (pairs + tile_rows - 1) / tile_rows; }

@@ -6,3 +6,14 @@
 #else
 #define MOE_HD inline
 #endif
+
+#include <cstdint>
+
+// Set bits of a word, one instruction on either side.
+MOE_HD int popcount32(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __popc(v);
+#else
+  return __builtin_popcount(v);
+#endif
+}

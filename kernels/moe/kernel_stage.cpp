@@ -98,19 +98,17 @@ Stage stage_of_kernel(std::string_view name) {
       base == "route_group_pairs_kernel")
     return Stage::route;
   if (base == "combine_kernel") return Stage::combine;
+  // The expert GEMMs: which template argument is kGateUp (template <WeightFormat F, bool
+  // kGateUp, ...>; the wgmma tiles <WeightFormat F, int kBN, bool kGateUp, Int4Layout L>).
+  std::size_t gate_up_arg = 0;
   if (base == "decode_expert_gemm_kernel" || base == "tc_expert_gemm_kernel" || base == "mma_expert_gemm_kernel" ||
-      base == "stream_expert_gemm_kernel") {
-    // template <WeightFormat F, bool kGateUp, ...>
-    const std::vector<std::string> args = template_args(k);
-    if (args.size() >= 2 && args[1] == "true") return Stage::gate_up;
-    if (args.size() >= 2 && args[1] == "false") return Stage::down;
-  }
-  if (base == "wgmma_expert_gemm_kernel") {
-    // template <WeightFormat F, int kBN, bool kGateUp, Int4Layout L>
-    const std::vector<std::string> args = template_args(k);
-    if (args.size() >= 3 && args[2] == "true") return Stage::gate_up;
-    if (args.size() >= 3 && args[2] == "false") return Stage::down;
-  }
+      base == "stream_expert_gemm_kernel")
+    gate_up_arg = 1;
+  if (base == "wgmma_expert_gemm_kernel") gate_up_arg = 2;
+  if (gate_up_arg == 0) return Stage::other;
+  const std::vector<std::string> args = template_args(k);
+  if (args.size() > gate_up_arg && args[gate_up_arg] == "true") return Stage::gate_up;
+  if (args.size() > gate_up_arg && args[gate_up_arg] == "false") return Stage::down;
   return Stage::other;
 }
 

@@ -12,6 +12,17 @@
 #include "kernels/moe/host_device.hpp"
 #include "kernels/moe/route_logits_map.hpp"
 
+namespace moe::kernels {
+
+// A pair's place in sorted_pairs: its expert's offset, the expert's set bits in the words before
+// the token's, and those below the token in its word (pairs in token order within an expert).
+// The route's grouping and the expert-parallel grouping of received rows both place pairs so.
+MOE_HD int grouped_position(int expert_offset, int prefix_of_word, std::uint32_t word, int t) {
+  return expert_offset + prefix_of_word + popcount32(word & ((1u << (t & 31)) - 1u));
+}
+
+}  // namespace moe::kernels
+
 namespace moe::kernels::route {
 
 constexpr int kGroupThreads = 256;        // the grouping kernels' blocks
@@ -29,15 +40,4 @@ static_assert(kRouteTokens * 4 == 32, "four token tiles a membership word");
 MOE_HD std::size_t membership_tile_byte(int e, int tile, int bit_words) {
   return static_cast<std::size_t>(e) * 4 * bit_words + tile;
 }
-// A pair's place in sorted_pairs: its expert's offset, the expert's set bits in the words before
-// the token's, and those below the token in its word (pairs in token order within an expert).
-MOE_HD int grouped_position(int expert_offset, int prefix_of_word, std::uint32_t word, int t) {
-  const std::uint32_t below = word & ((1u << (t & 31)) - 1u);
-#if defined(__CUDA_ARCH__)
-  return expert_offset + prefix_of_word + __popc(below);
-#else
-  return expert_offset + prefix_of_word + __builtin_popcount(below);
-#endif
-}
-
 }  // namespace moe::kernels::route

@@ -122,6 +122,13 @@ __global__ void __launch_bounds__(kRouteThreads, kShared ? 4 : 1) route_kernel(R
   group_pairs(p);
 }
 
+// The instantiation of route_kernel for a forward (shared_sm only where in_grid).
+template <bool kRich>
+auto route_kernel_for(bool in_grid, bool shared_sm) {
+  if (shared_sm) return route_kernel<kRich, true, true>;
+  return in_grid ? route_kernel<kRich, true, false> : route_kernel<kRich, false, false>;
+}
+
 // The grouping over the grid (route_groups_in_grid), after route_kernel: a warp an expert sums
 // its membership words, then every block places its share of the pairs.
 static_assert(kGroupWordsWarps * 32 == kGroupThreads && kGroupThreads == kRouteThreads,
@@ -291,14 +298,8 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
   const bool in_grid = route_groups_in_grid(a.m);
   const bool shared_sm = in_grid && route_blocks_share_an_sm(static_cast<long long>(grid.x) * grid.y,
                                                              current_device_multiprocessors());
-  // The kernel for (kRich, in_grid, shared_sm).
-  const auto kernel_for = [&](auto rich) {
-    constexpr bool kRich = decltype(rich)::value;
-    if (shared_sm) return route_kernel<kRich, true, true>;
-    return in_grid ? route_kernel<kRich, true, false> : route_kernel<kRich, false, false>;
-  };
   if (d.plain_routing()) {
-    kernel_for(std::false_type{})<<<grid, kRouteThreads, 0, stream>>>(p);
+    route_kernel_for<false>(in_grid, shared_sm)<<<grid, kRouteThreads, 0, stream>>>(p);
     MOE_CHECK_LAUNCH("route_kernel");
   } else {
     if (d.grouped() && (d.n_group < 1 || d.n_group > 32 || d.experts % d.n_group != 0 || d.topk_group < 1 ||
@@ -308,7 +309,7 @@ void enqueue_route(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t
                                              std::to_string(d.experts) + ", top_k " + std::to_string(d.top_k));
     if (d.selection_bias() && !p.selection_bias)
       throw Error(ExitCode::probe_error, "enqueue_route: noaux_tc needs the selection bias");
-    kernel_for(std::true_type{})<<<grid, kRouteThreads, 0, stream>>>(p);
+    route_kernel_for<true>(in_grid, shared_sm)<<<grid, kRouteThreads, 0, stream>>>(p);
     MOE_CHECK_LAUNCH("route_kernel<routing of real configs>");
   }
   if (in_grid) {

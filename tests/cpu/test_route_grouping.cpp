@@ -14,6 +14,7 @@
 #include "kernels/moe/route_grouping_map.hpp"
 
 using namespace moe::kernels::route;
+using moe::kernels::grouped_position;
 
 namespace {
 
