@@ -5,7 +5,8 @@
 // pairs of one expert (64 a consumer warp group) x kBN output columns; the blocks walk the
 // layer's tiles in the order of wgmma_tile::tile_work, built in each block's shared memory from
 // the route's expert offsets, so all SMs work whatever the experts' sizes and no tile list is
-// read. The copying warp group gathers each pair's activation row (x by token for gate_up, h by
+// read (experts in turn, each in bands of row tiles where that shares activations through L2).
+// The copying warp group gathers each pair's activation row (x by token for gate_up, h by
 // pair for down) and the expert's weight rows with cp.async into a ring of K blocks in the
 // 128-byte swizzle wgmma reads; the consumers multiply each K block with four m64nNk16 MMAs and
 // release it as soon as those have read it. gate_up's kBN columns are kBN/2 gate rows and the
@@ -125,6 +126,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
   const int ktiles = (K + wt::kBlockK - 1) / wt::kBlockK;
   const int col_tiles = kGateUp ? (p.out_rows + kBN / 2 - 1) / (kBN / 2) : (p.out_rows + kBN - 1) / kBN;
   const int total_tiles = first_tile[experts] * col_tiles;
+  const int band = wt::tile_band(kGateUp, col_tiles);
   const int wg = tid / 128, t = tid % 128;
 
   if (wg == 0) {
@@ -132,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
     const int chunk = t % wt::kChunks, row0 = t / wt::kChunks;
     std::uint32_t it = 0;
     for (int n = blockIdx.x; n < total_tiles; n += gridDim.x) {
-      const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM);
+      const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM, col_tiles, band);
       const __nv_bfloat16* a_src[kBM / 16];
 #pragma unroll
       for (int j = 0; j < kBM / 16; ++j) {
@@ -209,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
   std::uint32_t it = 0;
   float acc[kBN / 2] = {};
   for (int n = blockIdx.x; n < total_tiles; n += gridDim.x) {
-    const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM);
+    const wt::TileWork w = wt::tile_work(n, first_tile, experts, offsets, kBM, col_tiles, band);
     const bool active = wg_row0 < w.rows;  // a tile of 64 rows or fewer leaves the second idle
     // int4: thread ct of the two consumer warp groups dequantises 32 codes (16 packed bytes) of
     // rows ct / 2 + 128 j each stage, with the row's group scale loaded a K block ahead.

@@ -94,27 +94,52 @@ MOE_HD int tile_weight_row(int nn, int col_tile, int tile_cols, int out_rows, bo
 }
 
 // The tiles of a layer's expert GEMM: every expert's pairs cut into row tiles of `tile_rows`,
-// times `col_tiles` column tiles. Tile n is column tile n / row_tiles and row tile
-// n % row_tiles, so the blocks that run at once share a column tile (one slice of each
-// expert's weights, read from memory once and from L2 by the others). `first_tile[e]` is the
-// first row tile of expert e (a prefix sum of ceil(pairs / tile_rows), first_tile[experts] the
-// total).
+// times `col_tiles` column tiles. `first_tile[e]` is the first row tile of expert e (a prefix
+// sum of ceil(pairs / tile_rows), first_tile[experts] the total). Two walks:
+//  - band > 0: the experts in turn; an expert's row tiles in bands of up to `band`, a band's
+//    column tiles in turn and, within one, the band's row tiles. The blocks that run at once
+//    (a grid of SMs: about 8 column tiles of a 16-row band) share both operands through L2, so
+//    each band's activations come from memory once for the expert, not once a column tile.
+//  - band == 0: column tile n / row_tiles, row tile n % row_tiles over all experts, so the
+//    blocks that run at once share a column tile of many experts.
+// tile_band picks the walk (docs/design/kernels.md has the A/B): down reads h, a pair's own
+// row, which no L2 holds (qwen3-30b-a3b M = 8192: 100 MB), so it is banded; gate_up gathers x by
+// token, which L2 holds, and is banded only with many column tiles, where re-reading x for each
+// of them costs more than streaming fewer experts' weights at once.
+constexpr int kTileBand = 16;
+constexpr int kBandedGateUpColTiles = 16;
+MOE_HD int tile_band(bool gate_up, int col_tiles) {
+  return !gate_up || col_tiles >= kBandedGateUpColTiles ? kTileBand : 0;
+}
+
 struct TileWork {
   int expert;
   int first_pair;  // in the grouped (sorted) pair order
   int rows;        // 1..tile_rows
   int col_tile;
 };
-MOE_HD TileWork tile_work(int n, const int* first_tile, int experts, const int* offsets, int tile_rows) {
-  const int row_tiles = first_tile[experts];
-  const int col_tile = n / row_tiles, row_tile = n % row_tiles;
-  int lo = 0, hi = experts - 1;  // the last expert with first_tile[e] <= row_tile
+MOE_HD TileWork tile_work(int n, const int* first_tile, int experts, const int* offsets, int tile_rows, int col_tiles,
+                          int band) {
+  // The expert: the last whose first tile is at or before the tile's, never an empty one.
+  const int row_tiles_all = first_tile[experts];
+  const int key = band > 0 ? n : n % row_tiles_all, scale = band > 0 ? col_tiles : 1;
+  int lo = 0, hi = experts - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (first_tile[mid] <= row_tile) lo = mid;
+    if (first_tile[mid] * scale <= key) lo = mid;
     else hi = mid - 1;
   }
-  const int first_pair = offsets[lo] + (row_tile - first_tile[lo]) * tile_rows;
+  int row_tile = key - first_tile[lo], col_tile = n / row_tiles_all;  // band == 0
+  if (band > 0) {
+    const int row_tiles = first_tile[lo + 1] - first_tile[lo];
+    const int local = n - first_tile[lo] * col_tiles;
+    const int band_first = local / (band * col_tiles) * band;
+    const int band_rows = row_tiles - band_first < band ? row_tiles - band_first : band;
+    const int in_band = local - band_first * col_tiles;
+    row_tile = band_first + in_band % band_rows;
+    col_tile = in_band / band_rows;
+  }
+  const int first_pair = offsets[lo] + row_tile * tile_rows;
   const int left = offsets[lo + 1] - first_pair;
   return {lo, first_pair, left < tile_rows ? left : tile_rows, col_tile};
 }

@@ -163,7 +163,7 @@ TEST_CASE("one warp group emulated: a gate_up tile over two K blocks, SwiGLU fro
   CHECK(worst < 1e-3);  // fp32 sums of 128 products of magnitude <= 1
 }
 
-TEST_CASE("the persistent walk: every pair of every column tile once, each tile in one expert") {
+TEST_CASE("the persistent walk: every pair of every column tile once, each tile in one expert, experts and bands in turn") {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 200; ++trial) {
     const int experts = 1 + static_cast<int>(rng() % 140);
@@ -176,20 +176,48 @@ TEST_CASE("the persistent walk: every pair of every column tile once, each tile 
       offsets[e + 1] = offsets[e] + n;
       first[e + 1] = first[e] + (n + 127) / 128;
     }
-    const int col_tiles = 1 + static_cast<int>(rng() % 5);
+    const int col_tiles = 1 + static_cast<int>(rng() % 40);
+    const int band = trial % 3 == 0 ? 0 : trial % 3 == 1 ? wt::kTileBand : 1 + static_cast<int>(rng() % 5);
     const int pairs = offsets[experts];
     std::vector<int> seen(static_cast<std::size_t>(pairs) * col_tiles, 0);
+    int last_expert = 0, last_band = 0, last_col = 0;
     for (int n = 0; n < first[experts] * col_tiles; ++n) {
-      const wt::TileWork w = wt::tile_work(n, first.data(), experts, offsets.data(), 128);
+      const wt::TileWork w = wt::tile_work(n, first.data(), experts, offsets.data(), 128, col_tiles, band);
       REQUIRE(w.rows >= 1);
       REQUIRE(w.rows <= 128);
       REQUIRE(w.first_pair >= offsets[w.expert]);
       REQUIRE(w.first_pair + w.rows <= offsets[w.expert + 1]);
+      REQUIRE(w.col_tile >= 0);
       REQUIRE(w.col_tile < col_tiles);
+      if (band > 0) {  // experts in turn, an expert's bands in turn, a band's column tiles in turn
+        const int row_band = (w.first_pair - offsets[w.expert]) / 128 / band;
+        REQUIRE(w.expert >= last_expert);
+        if (w.expert == last_expert && n > 0) {
+          REQUIRE(row_band >= last_band);
+          if (row_band == last_band) REQUIRE(w.col_tile >= last_col);
+        }
+        last_band = row_band;
+      } else {  // column tiles in turn, a column tile's experts in turn
+        REQUIRE(w.col_tile >= last_col);
+        if (w.col_tile == last_col) REQUIRE(w.expert >= last_expert);
+      }
+      last_expert = w.expert;
+      last_col = w.col_tile;
       for (int r = 0; r < w.rows; ++r) ++seen[static_cast<std::size_t>(w.first_pair + r) * col_tiles + w.col_tile];
     }
     for (int s : seen) REQUIRE(s == 1);
   }
+}
+
+TEST_CASE("the walk's band: down always banded, gate_up from 16 column tiles") {
+  CHECK(wt::tile_band(false, 1) == wt::kTileBand);
+  CHECK(wt::tile_band(false, 8) == wt::kTileBand);  // qwen3-30b-a3b's down
+  CHECK(wt::tile_band(true, 6) == 0);                // qwen3-30b-a3b's gate_up: 768 h columns
+  CHECK(wt::tile_band(true, 11) == 0);               // deepseek-v2-lite's: 1408
+  CHECK(wt::tile_band(true, 15) == 0);
+  CHECK(wt::tile_band(true, 16) == wt::kTileBand);
+  CHECK(wt::tile_band(true, 23) == wt::kTileBand);   // gpt-oss-20b's: 2880
+  CHECK(wt::tile_band(true, 112) == wt::kTileBand);  // mixtral-8x7b's: 14336
 }
 
 TEST_CASE("int4: the consumers' dequantisation of a stage's packed rows reads back through the descriptor as q x scale in bf16") {
