@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+namespace moe::kernels {
+
 // Set bits of a word, one instruction on either side.
 MOE_HD int popcount32(std::uint32_t v) {
 #if defined(__CUDA_ARCH__)
@@ -17,3 +19,5 @@ MOE_HD int popcount32(std::uint32_t v) {
   return __builtin_popcount(v);
 #endif
 }
+
+}  // namespace moe::kernels
