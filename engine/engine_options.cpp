@@ -110,9 +110,9 @@ const std::vector<EngineSwitch>& switch_table() {
        "warp-group MMA tiles above; off, int4 in rows"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
-      {"down-rows", "MOE_DOWN_ROWS", "fp32", {"fp32", "bf16"},
-       "down's per-pair rows, which the combine sums: fp32 (fp32), or bf16 where the warp-group MMA tiles "
-       "run down (bf16: half the bytes between down and the combine; one bf16 rounding a row element)"},
+      {"down-rows", "MOE_DOWN_ROWS", "bf16", {"bf16", "fp32"},
+       "down's per-pair rows, which the combine sums: bf16 where the warp-group MMA tiles run down (bf16: "
+       "half the bytes between down and the combine; one bf16 rounding a row element), or fp32 (fp32)"},
   };
   return table;
 }

@@ -73,7 +73,8 @@ enum class EpCompute : int { rows, grouped };
 // everywhere, or bf16 where the warp-group MMA tiles run down (down_rows_in_bf16), which halves
 // the bytes down writes and the combine reads at prefill sizes (qwen3-30b-a3b M = 8192: 537 MB
 // each way in fp32), as vLLM's fused_moe keeps them; each row element then takes one bf16
-// rounding before the weighted sum. fp32 stays the default until a GPU A/B says bf16 wins.
+// rounding before the weighted sum. bf16 is the default: the layer's A/B at M = 2048 and 8192
+// won or tied on four shapes (docs/design/kernels.md).
 enum class DownRows : int { fp32, bf16 };
 
 struct ForwardOptions {
@@ -106,7 +107,7 @@ struct ForwardOptions {
   // (which hid a scratch pool's missing drain from probe scratch-regrow).
   bool preload_kernels = true;
   EpCompute ep_compute = EpCompute::rows;
-  DownRows down_rows = DownRows::fp32;
+  DownRows down_rows = DownRows::bf16;
 
   bool operator==(const ForwardOptions&) const = default;
 };

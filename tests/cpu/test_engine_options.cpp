@@ -461,17 +461,20 @@ TEST_CASE("the decode path: below sm_80 always, never for a scaled input, else b
   }
 }
 
-TEST_CASE("down-rows=bf16 stores down's rows in bf16 only where the wgmma tiles run down") {
+TEST_CASE("down-rows=bf16 (the default) stores down's rows in bf16 only where the wgmma tiles run down") {
+  using moe::kernels::ExpertGemmKernels;
   EngineOptions o;
-  CHECK(o.forward().down_rows == moe::kernels::DownRows::fp32);  // off until a GPU A/B says otherwise
+  CHECK(o.forward().down_rows == moe::kernels::DownRows::bf16);  // the layer's A/B won at prefill sizes
+  CHECK(o.is_default("down-rows"));
+  o.assign("down-rows=fp32", "--switch");
+  CHECK(o.forward().down_rows == moe::kernels::DownRows::fp32);
+  CHECK_FALSE(moe::kernels::down_rows_in_bf16(o.forward(), ExpertGemmKernels::wgmma_tiles));
   o.assign("down-rows=bf16", "--switch");
   const moe::kernels::ForwardOptions& f = o.forward();
   CHECK(f.down_rows == moe::kernels::DownRows::bf16);
-  using moe::kernels::ExpertGemmKernels;
   CHECK(moe::kernels::down_rows_in_bf16(f, ExpertGemmKernels::wgmma_tiles));
   for (ExpertGemmKernels k : {ExpertGemmKernels::stream, ExpertGemmKernels::mma, ExpertGemmKernels::decode,
                               ExpertGemmKernels::wmma_tiles})
     CHECK_FALSE(moe::kernels::down_rows_in_bf16(f, k));
-  CHECK_FALSE(moe::kernels::down_rows_in_bf16(moe::kernels::ForwardOptions{}, ExpertGemmKernels::wgmma_tiles));
   CHECK_THROWS_AS(o.assign("down-rows=fp16", "--switch"), moe::UsageError);
 }

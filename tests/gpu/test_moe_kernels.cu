@@ -985,7 +985,7 @@ TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, bot
         const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
         for (DownRows rows : {DownRows::fp32, DownRows::bf16}) {  // down's rows as the combine reads them
           o.down_rows = rows;
-          const char* rows_name = rows == DownRows::bf16 ? "bf16" : "fp32";
+          const std::string rows_name = rows == DownRows::bf16 ? "bf16" : "fp32";
           double worst = 0;
           for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
             for (Routing r : {Routing::uniform, Routing::skewed}) {
