@@ -476,5 +476,6 @@ TEST_CASE("down-rows=bf16 (the default) stores down's rows in bf16 only where th
   for (ExpertGemmKernels k : {ExpertGemmKernels::stream, ExpertGemmKernels::mma, ExpertGemmKernels::decode,
                               ExpertGemmKernels::wmma_tiles})
     CHECK_FALSE(moe::kernels::down_rows_in_bf16(f, k));
+  CHECK(moe::kernels::down_rows_in_bf16(moe::kernels::ForwardOptions{}, ExpertGemmKernels::wgmma_tiles));
   CHECK_THROWS_AS(o.assign("down-rows=fp16", "--switch"), moe::UsageError);
 }
