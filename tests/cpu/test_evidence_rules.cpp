@@ -113,7 +113,7 @@ TEST_CASE("L2 rule: a flush before every sample that the canary does not see evi
 }
 
 TEST_CASE("host-nonblocking's threshold fails a forward blocking on one of two layers") {
-  // Clean: 47-111 us of enqueue over ~1180 us of GPU time (docs/gpu-runs.md), at most 0.1.
+  // Clean: 47-111 us of enqueue over ~1180 us of GPU time (`git show 825a1c6^:docs/gpu-runs.md`), at most 0.1.
   CHECK(111.0 / 1180.0 < moe::kHostOverGpuLimit);
   // Blocking on the first of two equal layers: the host waits at least half the GPU time.
   CHECK_FALSE(0.5 < moe::kHostOverGpuLimit);
