@@ -1,4 +1,5 @@
-// The watchdog's wait apart from NCCL: done, failed or past the deadline with the watchdog;
+// The watchdog's wait apart from NCCL: done, failed or past the deadline with the watchdog, and
+// the host time it polled for (what an eager exchange figure holds of host sleeps);
 // without it (mutation ep-no-watchdog) no deadline at all, so a settle() on a silent peer
 // hangs as an engine without a watchdog would. And a peer's wait on a stuck rank counts as
 // entered before its enqueue, where a non-blocking communicator may already be waiting.
@@ -39,6 +40,26 @@ TEST_CASE("with the watchdog: done, failed, or timed out at the deadline") {
   const double waited = seconds_since(t0);
   CHECK(waited >= 0.05);
   CHECK(waited < 1.0);
+}
+
+TEST_CASE("a wait reports the host time it polled for, and none when its first poll found it done") {
+  double paused_us = -1;
+  CHECK(watched_wait([] { return WaitState::done; }, 10ms, true, &paused_us) == WaitOutcome::done);
+  CHECK(paused_us == 0.0);
+  paused_us = -1;
+  CHECK(watched_wait([] { return WaitState::failed; }, 10ms, true, &paused_us) == WaitOutcome::failed);
+  CHECK(paused_us == 0.0);
+  // Pending on the first poll only: it slept at least once, so the time is above 0.
+  int polls = 0;
+  CHECK(watched_wait([&] { return ++polls == 1 ? WaitState::pending : WaitState::done; }, 1000ms, true,
+                     &paused_us) == WaitOutcome::done);
+  CHECK(polls == 2);
+  CHECK(paused_us > 0.0);
+  CHECK(paused_us < 1e6);
+  CHECK(watched_wait(pending_for(20ms, WaitState::done), 1000ms, true, &paused_us) == WaitOutcome::done);
+  CHECK(paused_us >= 20e3);
+  CHECK(watched_wait([] { return WaitState::pending; }, 30ms, true, &paused_us) == WaitOutcome::timed_out);
+  CHECK(paused_us >= 30e3);
 }
 
 TEST_CASE("without the watchdog there is no deadline: the wait outlasts the timeout") {

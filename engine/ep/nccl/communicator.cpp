@@ -41,7 +41,14 @@ void Communicator::abort() {
   nccl().CommAbort(comm_);
 }
 
-void Communicator::settle(const std::string& what) { poll(what, nullptr, watchdog_); }
+void Communicator::settle(const std::string& what) {
+  double paused_us = 0;
+  poll(what, nullptr, watchdog_, &paused_us);
+  if (paused_us > 0) {
+    ++enqueue_waits_.count;
+    enqueue_waits_.us += paused_us;
+  }
+}
 
 void Communicator::wait(cudaStream_t stream, const std::string& what) {
   if (!watchdog_) {
@@ -52,7 +59,7 @@ void Communicator::wait(cudaStream_t stream, const std::string& what) {
   poll(what, stream, true);
 }
 
-void Communicator::poll(const std::string& what, cudaStream_t stream, bool watchdog) {
+void Communicator::poll(const std::string& what, cudaStream_t stream, bool watchdog, double* paused_us) {
   if (aborted_)
     throw Error(ExitCode::probe_error,
                 "rank " + std::to_string(rank_) + ": " + what + ": the communicator was aborted");
@@ -79,7 +86,7 @@ void Communicator::poll(const std::string& what, cudaStream_t stream, bool watch
         failure = std::string("CUDA error ") + cudaGetErrorName(s) + " (" + cudaGetErrorString(s) + ")";
         return WaitState::failed;
       },
-      timeout_, watchdog);
+      timeout_, watchdog, paused_us);
   if (outcome == WaitOutcome::done) return;
   abort();
   if (outcome == WaitOutcome::failed)

@@ -30,6 +30,14 @@ class Communicator {
 
   // After a group of enqueued calls: waits out ncclInProgress, raises any asynchronous error.
   void settle(const std::string& what);
+  // The settles that found the communicator in progress, and the host time they polled for:
+  // an eager figure timed around an enqueue holds those sleeps (NCCL sets up a peer's
+  // connection on first use; a warmed communicator's enqueues return at once).
+  struct EnqueueWaits {
+    long long count = 0;
+    double us = 0;
+  };
+  EnqueueWaits enqueue_waits() const { return enqueue_waits_; }
   // Waits until everything enqueued on `stream` has finished, watching the communicator.
   void wait(cudaStream_t stream, const std::string& what);
   // Aborts now (the communicator is unusable afterwards); idempotent.
@@ -40,7 +48,7 @@ class Communicator {
   // Polls until the communicator's state is not ncclInProgress (engine/ep/watched_wait.hpp);
   // on an error, or past the deadline when `watchdog`, aborts and throws. `stream` non-null:
   // also until the stream is idle.
-  void poll(const std::string& what, cudaStream_t stream, bool watchdog);
+  void poll(const std::string& what, cudaStream_t stream, bool watchdog, double* paused_us = nullptr);
 
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;
@@ -48,6 +56,7 @@ class Communicator {
   std::chrono::milliseconds timeout_;
   bool watchdog_ = true;
   bool aborted_ = false;
+  EnqueueWaits enqueue_waits_;
 };
 
 }  // namespace moe::ep
