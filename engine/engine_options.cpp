@@ -74,6 +74,7 @@ const Field kFields[] = {
        o.tiles = v == "wmma" ? TensorCoreTiles::wmma : v == "wgmma" ? TensorCoreTiles::wgmma : TensorCoreTiles::automatic;
      }},
     bool_field<&ForwardOptions::stream_int4>(),
+    bool_field<&ForwardOptions::stream_bf16>(),
     {[](const ForwardOptions& o) -> std::string { return o.ep_compute == EpCompute::grouped ? "grouped" : "rows"; },
      [](ForwardOptions& o, std::string_view v) { o.ep_compute = v == "grouped" ? EpCompute::grouped : EpCompute::rows; }},
     {[](const ForwardOptions& o) -> std::string { return o.down_rows == DownRows::bf16 ? "bf16" : "fp32"; },
@@ -102,12 +103,15 @@ const std::vector<EngineSwitch>& switch_table() {
        "decode kernels and tensor-core tiles by M (auto); those at every M (legacy); mma at every M, int4 "
        "in its fragment layout (mma); the streaming family at every M, sm_90+, both formats in its tiles (stream)"},
       {"tiles", "MOE_TILES", "auto", {"auto", "wmma", "wgmma"},
-       "tensor-core path's tiles: persistent warp-group MMA tiles on sm_90a from M=1024 (int4 in the "
+       "tensor-core path's tiles: persistent warp-group MMA tiles on sm_90a from M=1024 (weights in the "
        "stream tiles: at every M), else 64x64 wmma tiles (auto); the wmma tiles at every M (wmma); the "
        "warp-group MMA tiles at every M, sm_90a (wgmma)"},
       {"stream-int4", "MOE_STREAM_INT4", "on", {"on", "off"},
        "under gemm=auto on sm_90a, int4 weights in the stream tiles: the streaming family to M=64, the "
        "warp-group MMA tiles above; off, int4 in rows"},
+      {"stream-bf16", "MOE_STREAM_BF16", "off", {"off", "on"},
+       "under gemm=auto on sm_90a, bf16 weights in the stream family's stage tiles: the streaming family to "
+       "M=64, the warp-group MMA tiles above (on); bf16 in rows (off)"},
       {"ep-compute", "MOE_EP_COMPUTE", "rows", {"rows", "grouped"},
        "expert-parallel compute on received rows: the per-row kernel (rows), or grouped into the expert GEMMs"},
       {"down-rows", "MOE_DOWN_ROWS", "bf16", {"bf16", "fp32"},

@@ -10,14 +10,15 @@ namespace moe {
 MoeLayer::MoeLayer(const LayerConfig& config, DeviceAllocator& allocator, Stream& stream,
                    void* weights_storage)
     : config_(config), stream_(stream), allocator_(allocator), scratch_(allocator) {
-  const kernels::Int4Layout int4 =
-      kernels::int4_layout(config_.options, config_.dims, kernels::current_device_sm());
-  if (config_.options.preload_kernels) kernels::preload_forward_kernels(config_.dims, config_.options, int4);
+  const int sm = kernels::current_device_sm();
+  const kernels::WeightLayouts layouts{kernels::int4_layout(config_.options, config_.dims, sm),
+                                       kernels::bf16_layout(config_.options, config_.dims, sm)};
+  if (config_.options.preload_kernels) kernels::preload_forward_kernels(config_.dims, config_.options, layouts);
   void* storage = weights_storage;
   if (!storage) storage = owned_storage_ = ::operator new(sizeof(MoeWeights));
   try {
-    weights_ = new (storage) MoeWeights(config_.dims, config_.seed, config_.routing, allocator, stream_, int4,
-                                        kernels::bf16_layout(config_.options));
+    weights_ = new (storage) MoeWeights(config_.dims, config_.seed, config_.routing, allocator, stream_, layouts.int4,
+                                        layouts.bf16);
   } catch (...) {
     ::operator delete(owned_storage_);
     throw;
@@ -84,7 +85,8 @@ std::optional<std::string> MoeLayer::capture_blocker(int m) const {
 
 kernels::ExpertGemmKernels MoeLayer::expert_gemm_kernels(int m, int sm) const {
   const bool decode_path = kernels::takes_decode_path(config_.path, config_.options, config_.dims, m, sm);
-  return kernels::expert_gemm_kernels(config_.options, config_.dims, weights_->int4_layout(), m, sm, decode_path);
+  return kernels::expert_gemm_kernels(config_.options, config_.dims, {weights_->int4_layout(), weights_->bf16_layout()},
+                                      m, sm, decode_path);
 }
 
 }  // namespace moe

@@ -96,6 +96,9 @@ void launch_stream_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaSt
   if (int4 && a.experts.int4_layout != Int4Layout::stream_tiles)
     throw Error(ExitCode::probe_error, "gemm=stream reads int4 weights in the stream-tiles layout, not " +
                                            std::string(to_string(a.experts.int4_layout)));
+  if (!int4 && a.experts.bf16_layout != Bf16Layout::stream_tiles)
+    throw Error(ExitCode::probe_error, "gemm=stream reads bf16 weights in the stream-tiles layout, not " +
+                                           std::string(to_string(a.experts.bf16_layout)));
   Params p{};
   void* s = a.scratch;
   p.weights = kGateUp ? a.experts.gate_up : a.experts.down;

@@ -14,7 +14,8 @@
 // from registers; down writes its fp32 rows from registers. The copier moves on to the next
 // tile while the consumers write, so a tile's epilogue hides under the next tile's loads. int4
 // stages carry packed codes, which the consumers dequantise into a bf16 tile before the MMAs; the
-// codes are read in the row layout or in the stream tiles (Int4Layout), the same 32 codes a copy.
+// codes are read in the row layout or in the stream tiles (Int4Layout), the same 32 codes a copy,
+// and bf16 weights in rows or in the stream family's stage tiles (Bf16Layout), 8 values a copy.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -73,7 +74,7 @@ __device__ __forceinline__ void fence_async_shared() {
 #endif
 }
 
-template <WeightFormat F, int kBN, bool kGateUp, Int4Layout L>
+template <WeightFormat F, int kBN, bool kGateUp, Int4Layout L, Bf16Layout LB>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGemmOperands p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<F, kBN>;
@@ -147,7 +148,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
         }
       }
       // Weight rows: bf16, chunk t % 8 of rows t / 8 + 16 j; int4, 16-byte chunk t % 2 (32
-      // codes) of rows t / 2 + 64 j.
+      // codes) of rows t / 2 + 64 j. bf16 in the stage tiles: the row's part of the offset here,
+      // the K block's part (the same for all of this thread's rows) in the loop.
       constexpr int kBRowsPerPass = C::kInt4 ? 64 : 16;
       constexpr int kBCopies = kBN / kBRowsPerPass;
       const int b_chunk = C::kInt4 ? t % 2 : chunk, b_row0 = C::kInt4 ? t / 2 : row0;
@@ -158,7 +160,12 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
         const int row = wt::tile_weight_row(b_row0 + kBRowsPerPass * j, w.col_tile, kBN, p.out_rows, kGateUp);
         if (C::kInt4 && row >= 0) b_place[j] = wt::Int4RowPlace<L>(row, kGateUp ? p.out_rows : 0);
         b_src[j] = row >= 0 ? static_cast<const unsigned char*>(p.weights[w.expert]) : nullptr;
-        if (!C::kInt4 && row >= 0) b_src[j] += static_cast<std::size_t>(row) * K * 2 + b_chunk * 16;
+        if (!C::kInt4 && row >= 0) {
+          if constexpr (LB == Bf16Layout::stream_tiles)
+            b_src[j] += wt::Bf16TilePlace(row, kGateUp ? p.out_rows : 0, K).row_bytes;
+          else
+            b_src[j] += static_cast<std::size_t>(row) * K * 2 + b_chunk * 16;
+        }
       }
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = static_cast<int>(it % kStages);
@@ -167,6 +174,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
         unsigned char* sb = sa + C::kStageA;
         const int k = kt * wt::kBlockK + chunk * 8;
         const bool k_ok = k < K;
+        const std::size_t b_k = LB == Bf16Layout::stream_tiles ? wt::Bf16TilePlace::k_bytes(k)
+                                                               : static_cast<std::size_t>(kt) * wt::kRowBytes;
 #pragma unroll
         for (int j = 0; j < kBM / 16; ++j) {
           const bool ok = k_ok && a_src[j] != nullptr;
@@ -184,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_expert_gemm_kernel(ExpertGe
           } else {
             const bool ok = k_ok && b_src[j] != nullptr;
             detail::cp_async16(sb + wt::swizzled_offset(b_row0 + kBRowsPerPass * j, b_chunk),
-                               ok ? b_src[j] + kt * wt::kRowBytes : static_cast<const void*>(p.input), ok);
+                               ok ? b_src[j] + b_k : static_cast<const void*>(p.input), ok);
           }
         }
         detail::cp_async_commit();
@@ -337,14 +346,14 @@ constexpr int kTileCols = 256;
 // Lets the kernel take the shared memory of a layer of `experts` (the tile table grows with E).
 // The attribute only grows, per device, so a forward's launches make no call once a layer's
 // preload (or its first launch) has set it: the enqueue stays off the driver.
-template <WeightFormat F, bool kGateUp, Int4Layout L>
+template <WeightFormat F, bool kGateUp, Int4Layout L, Bf16Layout LB>
 void configure_wgmma_kernel(int experts) {
   static std::atomic<int> configured[64] = {};
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
   const int bytes = WgmmaConfig<F, kTileCols>::bytes(experts);
   if (dev < 64 && configured[dev].load() >= bytes) return;
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp, L>,
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp, L, LB>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   if (dev < 64) {
     int seen = configured[dev].load();
@@ -353,25 +362,29 @@ void configure_wgmma_kernel(int experts) {
   }
 }
 
-template <WeightFormat F, bool kGateUp, Int4Layout L>
+template <WeightFormat F, bool kGateUp, Int4Layout L, Bf16Layout LB = Bf16Layout::rows>
 void launch_wgmma(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
   ExpertGemmOperands p = expert_gemm_operands(a, l, kGateUp);
   p.down_bf16 = !kGateUp && down_rows_in_bf16(a.options, ExpertGemmKernels::wgmma_tiles);
   const int smem = WgmmaConfig<F, kTileCols>::bytes(p.total_experts);
-  configure_wgmma_kernel<F, kGateUp, L>(p.total_experts);
+  configure_wgmma_kernel<F, kGateUp, L, LB>(p.total_experts);
   const int upper = (l.pairs + kBM - 1) / kBM + p.total_experts;  // row tiles at most
   const int col_tiles = kGateUp ? (p.out_rows + kTileCols / 2 - 1) / (kTileCols / 2)
                                 : (p.out_rows + kTileCols - 1) / kTileCols;
   const long long tiles = static_cast<long long>(upper) * col_tiles;
   const int grid = static_cast<int>(std::min<long long>(tiles, current_device_multiprocessors()));
-  detail::launch(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp, L>, dim3(grid), dim3(kThreads), smem, stream,
+  detail::launch(wgmma_expert_gemm_kernel<F, kTileCols, kGateUp, L, LB>, dim3(grid), dim3(kThreads), smem, stream,
                  /*programmatic=*/false, "wgmma_expert_gemm_kernel", p);
 }
 
-// The instantiation for a layer's format and int4 layout (the row layout for bf16).
+// The instantiation for a layer's format and that format's layout.
 template <bool kGateUp>
 void launch_wgmma_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaStream_t stream) {
-  if (a.dims.format == WeightFormat::bf16) return launch_wgmma<WeightFormat::bf16, kGateUp, Int4Layout::rows>(a, l, stream);
+  if (a.dims.format == WeightFormat::bf16) {
+    if (a.experts.bf16_layout == Bf16Layout::stream_tiles)
+      return launch_wgmma<WeightFormat::bf16, kGateUp, Int4Layout::rows, Bf16Layout::stream_tiles>(a, l, stream);
+    return launch_wgmma<WeightFormat::bf16, kGateUp, Int4Layout::rows>(a, l, stream);
+  }
   switch (a.experts.int4_layout) {
     case Int4Layout::rows: return launch_wgmma<WeightFormat::int4, kGateUp, Int4Layout::rows>(a, l, stream);
     case Int4Layout::stream_tiles:
@@ -384,21 +397,27 @@ void launch_wgmma_stage(const MoeForwardArgs& a, const ScratchLayout& l, cudaStr
 
 }  // namespace
 
-bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4, int m) {
-  return runs_wgmma_tiles(options, dims, int4, m, current_device_sm());
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, WeightLayouts layouts, int m) {
+  return runs_wgmma_tiles(options, dims, layouts, m, current_device_sm());
 }
 
-void preload_wgmma_kernels(const MoeDims& dims, Int4Layout int4_layout) {
+void preload_wgmma_kernels(const MoeDims& dims, WeightLayouts layouts) {
+  constexpr WeightFormat kBf16 = WeightFormat::bf16, kInt4 = WeightFormat::int4;
+  constexpr Int4Layout kCodeRows = Int4Layout::rows, kCodeTiles = Int4Layout::stream_tiles;
+  constexpr Bf16Layout kRows = Bf16Layout::rows, kTiles = Bf16Layout::stream_tiles;
   const int e = dims.total_experts();
-  if (dims.format == WeightFormat::bf16) {
-    configure_wgmma_kernel<WeightFormat::bf16, true, Int4Layout::rows>(e);
-    configure_wgmma_kernel<WeightFormat::bf16, false, Int4Layout::rows>(e);
-  } else if (int4_layout == Int4Layout::stream_tiles) {
-    configure_wgmma_kernel<WeightFormat::int4, true, Int4Layout::stream_tiles>(e);
-    configure_wgmma_kernel<WeightFormat::int4, false, Int4Layout::stream_tiles>(e);
+  if (dims.format == kBf16 && layouts.bf16 == kTiles) {
+    configure_wgmma_kernel<kBf16, true, kCodeRows, kTiles>(e);
+    configure_wgmma_kernel<kBf16, false, kCodeRows, kTiles>(e);
+  } else if (dims.format == kBf16) {
+    configure_wgmma_kernel<kBf16, true, kCodeRows, kRows>(e);
+    configure_wgmma_kernel<kBf16, false, kCodeRows, kRows>(e);
+  } else if (layouts.int4 == kCodeTiles) {
+    configure_wgmma_kernel<kInt4, true, kCodeTiles, kRows>(e);
+    configure_wgmma_kernel<kInt4, false, kCodeTiles, kRows>(e);
   } else {
-    configure_wgmma_kernel<WeightFormat::int4, true, Int4Layout::rows>(e);
-    configure_wgmma_kernel<WeightFormat::int4, false, Int4Layout::rows>(e);
+    configure_wgmma_kernel<kInt4, true, kCodeRows, kRows>(e);
+    configure_wgmma_kernel<kInt4, false, kCodeRows, kRows>(e);
   }
 }
 

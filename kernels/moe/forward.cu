@@ -105,17 +105,20 @@ void validate_forward_args(const MoeForwardArgs& a) {
 
 std::string weight_layout_mismatch(const MoeDims& dims, const ExpertTable& experts, const ForwardOptions& options) {
   const bool int4 = dims.format == WeightFormat::int4;
-  // Only automatic's own int4 layout depends on the device: the host-only checks run without one.
-  const bool on_device = int4 && options.gemm == GemmFamily::automatic && experts.int4_layout != Int4Layout::rows;
-  const int sm = on_device ? current_device_sm() : 0;
+  // Only automatic's own layouts depend on the device: the host-only checks run without one.
+  const bool tiled = int4 ? experts.int4_layout != Int4Layout::rows : experts.bf16_layout != Bf16Layout::rows;
+  const int sm = options.gemm == GemmFamily::automatic && tiled ? current_device_sm() : 0;
   const std::string_view have = int4 ? to_string(experts.int4_layout) : to_string(experts.bf16_layout);
-  const std::string_view read = int4 ? to_string(int4_layout(options, dims, sm)) : to_string(bf16_layout(options));
-  if (int4 ? reads_int4_layout(options, dims, sm, experts.int4_layout) : have == read) return {};
+  const std::string_view read =
+      int4 ? to_string(int4_layout(options, dims, sm)) : to_string(bf16_layout(options, dims, sm));
+  if (int4 ? reads_int4_layout(options, dims, sm, experts.int4_layout)
+           : reads_bf16_layout(options, dims, sm, experts.bf16_layout))
+    return {};
   return std::string(to_string(dims.format)) + " weights in the " + std::string(have) +
          " layout, but these options (gemm=" + to_string(options.gemm) + ", tiles=" + to_string(options.tiles) +
-         ") read the " + std::string(read) +
-         (int4 && options.gemm == GemmFamily::automatic && read != to_string(Int4Layout::rows) ? " or rows" : "") +
-         " layout here";
+         ", stream-" + std::string(to_string(dims.format)) + "=" +
+         ((int4 ? options.stream_int4 : options.stream_bf16) ? "on" : "off") + ") read the " + std::string(read) +
+         (options.gemm == GemmFamily::automatic && read != "rows" ? " or rows" : "") + " layout here";
 }
 
 bool int4_decode_on_tensor_cores(int m, Int4Decode int4_decode) {
@@ -165,21 +168,21 @@ ForwardPath resolve_forward_path(const MoeForwardArgs& a) {
 }
 
 bool runs_mma_gemm(const MoeForwardArgs& a) {
-  return runs_mma_gemm(a.options, a.dims, a.experts.int4_layout, a.m, current_device_sm());
+  return runs_mma_gemm(a.options, a.dims, a.experts.layouts(), a.m, current_device_sm());
 }
 
-bool runs_stream_gemm(const MoeForwardArgs& a) { return runs_stream_gemm(a.options, a.dims, a.experts.int4_layout, a.m); }
+bool runs_stream_gemm(const MoeForwardArgs& a) { return runs_stream_gemm(a.options, a.dims, a.experts.layouts(), a.m); }
 
-void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4) {
+void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options, WeightLayouts layouts) {
   preload_route_kernels();
-  const ExpertGemmFamilies families = expert_gemm_families(options, dims, int4, current_device_sm());
-  if (families.mma) preload_mma_kernels(dims.format, int4);
+  const ExpertGemmFamilies families = expert_gemm_families(options, dims, layouts, current_device_sm());
+  if (families.mma) preload_mma_kernels(dims.format, layouts.int4);
   if (families.stream) preload_stream_kernels(dims.format);
   if (families.decode) preload_decode_kernels(dims.format);
   if (families.tiles) {
     // The wgmma tiles from some M on (automatic: kWgmmaAutoMinTokens), the wmma tiles below.
-    if (wgmma_tiles_run(dims, options, int4, std::numeric_limits<int>::max())) preload_wgmma_kernels(dims, int4);
-    if (!wgmma_tiles_run(dims, options, int4, 1)) preload_tensor_core_kernels(dims.format);
+    if (wgmma_tiles_run(dims, options, layouts, std::numeric_limits<int>::max())) preload_wgmma_kernels(dims, layouts);
+    if (!wgmma_tiles_run(dims, options, layouts, 1)) preload_tensor_core_kernels(dims.format);
   }
   preload_combine_kernels();
 }
@@ -201,7 +204,7 @@ void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream) {
 
 ExpertGemmKernels enqueue_expert_gemms(const MoeForwardArgs& args, const ScratchLayout& layout, ForwardPath path,
                                        cudaStream_t stream) {
-  const ExpertGemmKernels kernels = expert_gemm_kernels(args.options, args.dims, args.experts.int4_layout, args.m,
+  const ExpertGemmKernels kernels = expert_gemm_kernels(args.options, args.dims, args.experts.layouts(), args.m,
                                                         current_device_sm(), path == ForwardPath::decode);
   switch (kernels) {
     case ExpertGemmKernels::stream:

@@ -131,8 +131,8 @@ bool runs_stream_gemm(const MoeForwardArgs& args);
 void enqueue_moe_forward(const MoeForwardArgs& args, cudaStream_t stream);
 
 // Loads, on the current device, every kernel a forward of a layer with these dims and options,
-// its int4 weights in `int4`, can launch at any M (ForwardOptions::preload_kernels: MoeLayer
+// its weights in `layouts`, can launch at any M (ForwardOptions::preload_kernels: MoeLayer
 // calls it when it is built).
-void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4);
+void preload_forward_kernels(const MoeDims& dims, const ForwardOptions& options, WeightLayouts layouts);
 
 }  // namespace moe::kernels

@@ -29,8 +29,8 @@ enum class TopKSelect : int { automatic, ranks, rounds };
 // streaming family at every M (expert_gemm_stream.cu, sm_90+: the same fragments, the weights
 // brought into a shared-memory ring by bulk copies, one block an SM). Under mma and stream int4
 // weights are generated in the family's layout (int4_layout below), so a layer's weights follow
-// this choice. automatic: int4 on Hopper streams (streams_int4 below), otherwise the rule of
-// runs_mma_gemm below.
+// this choice. automatic: int4 on Hopper streams (streams_int4 below), bf16 too with stream_bf16
+// (streams_bf16), otherwise the rule of runs_mma_gemm below.
 enum class GemmFamily : int { automatic, legacy, mma, stream };
 // Its value as the switch `gemm` spells it.
 constexpr const char* to_string(GemmFamily g) {
@@ -48,8 +48,8 @@ constexpr const char* to_string(GemmFamily g) {
 // persistent warp-group-MMA tiles of expert_gemm_wgmma.cu (sm_90a, both formats; elsewhere the
 // wmma tiles run). automatic: wgmma from kWgmmaAutoMinTokens on sm_90a, where it was 1.3-3.4x
 // faster on every case measured (H100, M = 1024 and 4096, four shapes, both formats), wmma
-// below; at every M for int4 in the stream tiles (streams_int4 below generates them; of the
-// tiles only the wgmma ones read them).
+// below; at every M for weights in the stream tiles (streams_int4 and streams_bf16 below generate
+// them; of the tiles only the wgmma ones read them).
 enum class TensorCoreTiles : int { automatic, wmma, wgmma };
 // Its value as the switch `tiles` spells it.
 constexpr const char* to_string(TensorCoreTiles t) {
@@ -101,6 +101,9 @@ struct ForwardOptions {
   // Under gemm=automatic on sm_90a, int4 layers are generated in the stream tiles and stream
   // (streams_int4 below); off, they stay in rows under the rule for rows.
   bool stream_int4 = true;
+  // The same for bf16 layers (streams_bf16 below): generated in the stage tiles, streamed up to
+  // kStreamAutoMaxTokensBf16 and read by the wgmma tiles above. Off until its A/B on a GPU.
+  bool stream_bf16 = false;
   // A layer loads every kernel its forward can launch when it is built, rather than CUDA's
   // lazy loading doing it at each kernel's first launch: that load may wait for the device's
   // work in flight, so the first forward at a new M stalled its host and drained the device
@@ -147,10 +150,22 @@ constexpr Int4Layout int4_layout(const ForwardOptions& o, const MoeDims& d, int 
   return o.gemm == GemmFamily::mma ? Int4Layout::mma_fragments : Int4Layout::rows;
 }
 
+// automatic on Hopper with stream_bf16 streams bf16 layers as it does int4: the stage tiles,
+// which the stream family reads up to kStreamAutoMaxTokensBf16 tokens (stream against auto,
+// H200: 1.05-1.4x faster from M = 2 to 32 on the four peer shapes, 2-13% slower at M = 1;
+// docs/design/kernels.md) and the wgmma tiles above. Not for a routed expert's scaled input,
+// nor where tiles=wmma is named, nor for rows the stage tiles do not cut into 32-k blocks.
+constexpr int kStreamAutoMaxTokensBf16 = 64;
+constexpr bool streams_bf16(const ForwardOptions& o, const MoeDims& d, int sm) {
+  return o.gemm == GemmFamily::automatic && o.stream_bf16 && o.tiles != TensorCoreTiles::wmma &&
+         d.format == WeightFormat::bf16 && !d.scale_input && sm == 90 && d.hidden % 32 == 0 && d.inter % 32 == 0;
+}
+
 // The bf16 layout: the stream family's stage tiles when it is asked for by name (it reads
-// only them: a stage is then one copy), otherwise rows, which every other kernel reads.
-constexpr Bf16Layout bf16_layout(const ForwardOptions& o) {
-  return o.gemm == GemmFamily::stream ? Bf16Layout::stream_tiles : Bf16Layout::rows;
+// only them: a stage is then one copy) or automatic streams bf16, otherwise rows, which every
+// other kernel but the wgmma tiles reads.
+constexpr Bf16Layout bf16_layout(const ForwardOptions& o, const MoeDims& d, int sm) {
+  return o.gemm == GemmFamily::stream || streams_bf16(o, d, sm) ? Bf16Layout::stream_tiles : Bf16Layout::rows;
 }
 
 // Whether a forward under o reads int4 weights that sit in `have`: a named family only its own
@@ -159,18 +174,21 @@ constexpr Bf16Layout bf16_layout(const ForwardOptions& o) {
 constexpr bool reads_int4_layout(const ForwardOptions& o, const MoeDims& d, int sm, Int4Layout have) {
   return have == int4_layout(o, d, sm) || (o.gemm == GemmFamily::automatic && have == Int4Layout::rows);
 }
+constexpr bool reads_bf16_layout(const ForwardOptions& o, const MoeDims& d, int sm, Bf16Layout have) {
+  return have == bf16_layout(o, d, sm) || (o.gemm == GemmFamily::automatic && have == Bf16Layout::rows);
+}
 
-// The rules below take where a layer's int4 weights sit (`int4`: ExpertTable::int4_layout; any
-// value for bf16), so automatic picks the kernels that read them.
-constexpr bool in_stream_tiles(const MoeDims& d, Int4Layout int4) {
-  return d.format == WeightFormat::int4 && int4 == Int4Layout::stream_tiles;
+// The rules below take where a layer's weights sit (ExpertTable::layouts(); each format its own
+// field), so automatic picks the kernels that read them.
+constexpr bool in_stream_tiles(const MoeDims& d, WeightLayouts l) {
+  return d.format == WeightFormat::int4 ? l.int4 == Int4Layout::stream_tiles : l.bf16 == Bf16Layout::stream_tiles;
 }
 
 // Whether a forward of m tokens runs the streaming family: when named, at every M; under
-// automatic, an int4 layer in the stream tiles up to kStreamAutoMaxTokensInt4.
-constexpr bool runs_stream_gemm(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m) {
-  return o.gemm == GemmFamily::stream ||
-         (o.gemm == GemmFamily::automatic && in_stream_tiles(d, int4) && m <= kStreamAutoMaxTokensInt4);
+// automatic, a layer in the stream tiles up to kStreamAutoMaxTokensInt4 or kStreamAutoMaxTokensBf16.
+constexpr bool runs_stream_gemm(const ForwardOptions& o, const MoeDims& d, WeightLayouts l, int m) {
+  const int most = d.format == WeightFormat::int4 ? kStreamAutoMaxTokensInt4 : kStreamAutoMaxTokensBf16;
+  return o.gemm == GemmFamily::stream || (o.gemm == GemmFamily::automatic && in_stream_tiles(d, l) && m <= most);
 }
 
 // automatic runs the mma family for bf16 from 8 to 16 tokens: there it beat the legacy kernels
@@ -186,25 +204,25 @@ constexpr int kMmaAutoMaxTokensInt4 = 64;
 // Whether a forward of m tokens runs the mma expert GEMM family, on a device of compute
 // capability sm (major * 10 + minor). The family needs sm_80 and reads x by token, so a
 // routed expert's scaled input (Llama-4) keeps the tensor-core gate_up under automatic.
-constexpr bool runs_mma_gemm(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m, int sm) {
+constexpr bool runs_mma_gemm(const ForwardOptions& o, const MoeDims& d, WeightLayouts l, int m, int sm) {
   switch (o.gemm) {
     case GemmFamily::mma: return true;
     case GemmFamily::legacy:
     case GemmFamily::stream: return false;
     case GemmFamily::automatic: break;
   }
-  if (d.scale_input || sm < 80 || in_stream_tiles(d, int4)) return false;
+  if (d.scale_input || sm < 80 || in_stream_tiles(d, l)) return false;
   if (d.format == WeightFormat::int4) return m > decode_max_tokens(d.format, o.int4_decode) && m <= kMmaAutoMaxTokensInt4;
   return m >= kMmaAutoMinTokens && m <= kMmaAutoMaxTokens;
 }
 
 // Whether the tensor-core path of a forward of m tokens runs the warp-group MMA tiles, on a
-// device of compute capability sm: from kWgmmaAutoMinTokens under automatic, at every M for int4
-// in the stream tiles (the one tile kernel that reads them), never elsewhere than sm_90a.
+// device of compute capability sm: from kWgmmaAutoMinTokens under automatic, at every M for
+// weights in the stream tiles (the one tile kernel that reads them), never elsewhere than sm_90a.
 // Their copies move whole 16-byte chunks: 8 bf16 or 32 int4 codes.
-constexpr bool runs_wgmma_tiles(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m, int sm) {
+constexpr bool runs_wgmma_tiles(const ForwardOptions& o, const MoeDims& d, WeightLayouts l, int m, int sm) {
   if (o.tiles == TensorCoreTiles::wmma || sm != 90) return false;
-  if (o.tiles == TensorCoreTiles::automatic && m < kWgmmaAutoMinTokens && !in_stream_tiles(d, int4)) return false;
+  if (o.tiles == TensorCoreTiles::automatic && m < kWgmmaAutoMinTokens && !in_stream_tiles(d, l)) return false;
   const int chunk = d.format == WeightFormat::int4 ? 32 : 8;
   return d.hidden % chunk == 0 && d.inter % chunk == 0;
 }
@@ -236,13 +254,13 @@ constexpr const char* to_string(ExpertGemmKernels k) {
 
 // Which kernels a forward of m tokens runs: the family ForwardOptions::gemm names or automatic
 // picks (stream, then mma), else the legacy family's decode kernels on the decode path (they
-// read rows: int4 in the stream tiles goes to the wgmma tiles) and its tensor-core tiles beyond.
-constexpr ExpertGemmKernels expert_gemm_kernels(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int m,
+// read rows: weights in the stream tiles go to the wgmma tiles) and its tensor-core tiles beyond.
+constexpr ExpertGemmKernels expert_gemm_kernels(const ForwardOptions& o, const MoeDims& d, WeightLayouts l, int m,
                                                 int sm, bool decode_path) {
-  if (runs_stream_gemm(o, d, int4, m)) return ExpertGemmKernels::stream;
-  if (runs_mma_gemm(o, d, int4, m, sm)) return ExpertGemmKernels::mma;
-  if (decode_path && !in_stream_tiles(d, int4)) return ExpertGemmKernels::decode;
-  return runs_wgmma_tiles(o, d, int4, m, sm) ? ExpertGemmKernels::wgmma_tiles : ExpertGemmKernels::wmma_tiles;
+  if (runs_stream_gemm(o, d, l, m)) return ExpertGemmKernels::stream;
+  if (runs_mma_gemm(o, d, l, m, sm)) return ExpertGemmKernels::mma;
+  if (decode_path && !in_stream_tiles(d, l)) return ExpertGemmKernels::decode;
+  return runs_wgmma_tiles(o, d, l, m, sm) ? ExpertGemmKernels::wgmma_tiles : ExpertGemmKernels::wmma_tiles;
 }
 
 // Whether down writes its rows in bf16 (DownRows) in a forward that runs `kernels`.
@@ -260,16 +278,16 @@ struct ExpertGemmFamilies {
   bool stream = false;
   bool operator==(const ExpertGemmFamilies&) const = default;
 };
-constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, const MoeDims& d, Int4Layout int4, int sm) {
+constexpr ExpertGemmFamilies expert_gemm_families(const ForwardOptions& o, const MoeDims& d, WeightLayouts l, int sm) {
   // Each rule gives a family a range of M that starts at one token or ends at none: the legacy
   // family's decode kernels run at one token when no other family does (a scaled input takes
   // the tiles at every M), its tiles at the largest M when no other family does (sm_80+, else
   // the decode kernels again: resolve_forward_path's rule); the mma family at 16 tokens if ever.
   constexpr int kLargest = 1 << 30;
-  const bool stream_small = runs_stream_gemm(o, d, int4, 1), stream_large = runs_stream_gemm(o, d, int4, kLargest);
-  const bool mma_small = runs_mma_gemm(o, d, int4, 1, sm), mma_large = runs_mma_gemm(o, d, int4, kLargest, sm);
+  const bool stream_small = runs_stream_gemm(o, d, l, 1), stream_large = runs_stream_gemm(o, d, l, kLargest);
+  const bool mma_small = runs_mma_gemm(o, d, l, 1, sm), mma_large = runs_mma_gemm(o, d, l, kLargest, sm);
   const bool legacy_small = !stream_small && !mma_small, legacy_large = !stream_large && !mma_large;
-  return {runs_mma_gemm(o, d, int4, kMmaAutoMaxTokens, sm), (legacy_small && !d.scale_input) || (legacy_large && sm < 80),
+  return {runs_mma_gemm(o, d, l, kMmaAutoMaxTokens, sm), (legacy_small && !d.scale_input) || (legacy_large && sm < 80),
           legacy_large && sm >= 80, stream_small || stream_large};
 }
 

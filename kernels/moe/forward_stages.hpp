@@ -34,7 +34,7 @@ void enqueue_down_tensor_core(const MoeForwardArgs& args, const ScratchLayout& l
 // The tensor-core path on warp-group MMAs (ForwardOptions::tiles): sm_90a only;
 // wgmma_tiles_run says whether a forward of m tokens of a layer of `dims` takes them, else the
 // wmma tiles run.
-bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, Int4Layout int4, int m);
+bool wgmma_tiles_run(const MoeDims& dims, const ForwardOptions& options, WeightLayouts layouts, int m);
 void enqueue_gate_up_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 void enqueue_down_wgmma(const MoeForwardArgs& args, const ScratchLayout& layout, cudaStream_t stream);
 
@@ -56,7 +56,7 @@ void preload_decode_kernels(WeightFormat format);
 void preload_mma_kernels(WeightFormat format, Int4Layout layout);
 void preload_stream_kernels(WeightFormat format);
 void preload_tensor_core_kernels(WeightFormat format);
-void preload_wgmma_kernels(const MoeDims& dims, Int4Layout int4_layout);
+void preload_wgmma_kernels(const MoeDims& dims, WeightLayouts layouts);
 void preload_combine_kernels();
 
 }  // namespace moe::kernels

@@ -99,7 +99,7 @@ Stage stage_of_kernel(std::string_view name) {
     return Stage::route;
   if (base == "combine_kernel") return Stage::combine;
   // The expert GEMMs: which template argument is kGateUp (template <WeightFormat F, bool
-  // kGateUp, ...>; the wgmma tiles <WeightFormat F, int kBN, bool kGateUp, Int4Layout L>).
+  // kGateUp, ...>; the wgmma tiles <WeightFormat F, int kBN, bool kGateUp, Int4Layout L, Bf16Layout LB>).
   std::size_t gate_up_arg = 0;
   if (base == "decode_expert_gemm_kernel" || base == "tc_expert_gemm_kernel" || base == "mma_expert_gemm_kernel" ||
       base == "stream_expert_gemm_kernel")

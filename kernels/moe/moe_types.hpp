@@ -17,6 +17,15 @@ enum class Int4Layout { rows, mma_fragments, stream_tiles };
 // Where a bf16 tensor's values sit: rows ([rows, K] row major, what every kernel but the stream
 // family reads) or the stream family's stage tiles (bf16_stream_layout.hpp).
 enum class Bf16Layout { rows, stream_tiles };
+// Where a layer's weights sit, both formats' (each format reads its own field), as the rules of
+// forward_options.hpp take it. From an Int4Layout alone, bf16 in rows.
+struct WeightLayouts {
+  Int4Layout int4 = Int4Layout::rows;
+  Bf16Layout bf16 = Bf16Layout::rows;
+  constexpr WeightLayouts() = default;
+  constexpr WeightLayouts(Int4Layout i, Bf16Layout b = Bf16Layout::rows) : int4(i), bf16(b) {}  // NOLINT: implicit
+  constexpr bool operator==(const WeightLayouts&) const = default;
+};
 enum class Scoring { softmax, sigmoid };
 // How a token's experts are chosen (DeepSeek's `topk_method`): greedy is plain top-k over the
 // scores; group_limited_greedy (DeepSeek-V2) ranks groups of experts by their best score and
@@ -79,6 +88,8 @@ struct ExpertTable {
   Int4Layout int4_layout = Int4Layout::rows;
   // Where bf16 weights sit (the layer's bf16_layout(options)), refused the same way.
   Bf16Layout bf16_layout = Bf16Layout::rows;
+
+  WeightLayouts layouts() const { return {int4_layout, bf16_layout}; }
 };
 
 // What the generator draws for each tensor; part of the counter so no two tensors correlate.

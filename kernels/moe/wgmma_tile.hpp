@@ -3,12 +3,13 @@
 // so the CPU tests check the very functions the kernel runs: where a 16-byte chunk of a tile row
 // lands in shared memory, the descriptor wgmma reads a tile through, which output element each
 // accumulator register of a warp group holds, which (expert, row tile, column tile) a
-// persistent block's n-th tile is, and where an int4 row's codes and scales sit and how they
-// become bf16 in either int4 layout.
+// persistent block's n-th tile is, where an int4 row's codes and scales sit and how they
+// become bf16 in either int4 layout, and where a bf16 row's values sit in the stage tiles.
 //
 // A tile holds rows of 64 bf16 (128 bytes, one K block), K-major, in the 128-byte swizzle of
 // wgmma and TMA: inside each 8-row atom (1 KB, 1 KB aligned) chunk c of row r sits at chunk
 // c ^ (r % 8), so the 8 rows' chunk c fall in 8 different bank groups.
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/moe/bf16.hpp"
@@ -212,6 +213,24 @@ struct Int4RowPlace {
     return static_cast<std::size_t>(row) * int4_groups(k_len);
   }
   static constexpr int scale_step = L == Int4Layout::stream_tiles ? int4_mma_layout::kTileRows : 1;
+};
+
+// Where a bf16 weight row's 8 values at k (a multiple of 8) sit in the stream family's stage
+// tiles (bf16_stream_layout.hpp; paired: gate_up's first up row, 0 for down): the row's part
+// of the byte offset, fixed for a tile, plus the k part, the same for every row at that k, so a
+// copier thread adds one term a K block to each of its rows. K a multiple of 32.
+struct Bf16TilePlace {
+  std::size_t row_bytes = 0;
+  Bf16TilePlace() = default;
+  MOE_HD Bf16TilePlace(int row, int paired, int k_len) {
+    const int4_mma_layout::TileRow at = int4_mma_layout::tile_row_of(row, paired);
+    row_bytes = 2 * (static_cast<std::size_t>(at.tile) * int4_mma_layout::kTileRows * k_len) +
+                16 * static_cast<std::size_t>((at.row >> 3) * 32 + 4 * (at.row & 7));
+  }
+  MOE_HD static std::size_t k_bytes(int k) {
+    const int s = k / 256, b = k % 256 / 32, c = k % 32 / 8;
+    return 2 * static_cast<std::size_t>(16 * 256) * s + 16 * static_cast<std::size_t>(64 * b + c);
+  }
 };
 
 }  // namespace moe::kernels::wgmma_tile

@@ -60,7 +60,7 @@ TEST_CASE("every switch has a default among its values, an environment variable 
     CHECK(s.values.front() == s.default_value);
     CHECK_FALSE(s.meaning.empty());
   }
-  CHECK(moe::engine_switches().size() == 12);
+  CHECK(moe::engine_switches().size() == 13);
 }
 
 TEST_CASE("defaults: every switch at its default, and the kernels' defaults") {
@@ -185,7 +185,7 @@ TEST_CASE("gemm=auto generates int4 in the stream tiles on sm_90a and streams it
   CHECK(generated(automatic, scaled, 90) == Int4Layout::rows);
   CHECK(generated(automatic, int4_dims(96, 168), 90) == Int4Layout::rows);  // not whole 32-code chunks
   CHECK(generated(automatic, int4_dims(2880, 2880), 90) == Int4Layout::stream_tiles);
-  CHECK(moe::kernels::bf16_layout(automatic) == moe::kernels::Bf16Layout::rows);
+  CHECK(moe::kernels::bf16_layout(automatic, bf16, 90) == moe::kernels::Bf16Layout::rows);  // stream-bf16 is off
   // What a forward accepts: automatic its own layout and rows (an engine adapter's weights); a
   // named family only its own.
   using moe::kernels::reads_int4_layout;
@@ -198,6 +198,55 @@ TEST_CASE("gemm=auto generates int4 in the stream tiles on sm_90a and streams it
   CHECK_FALSE(reads_int4_layout(named, int4, 90, Int4Layout::rows));
   named.gemm = GemmFamily::legacy;
   CHECK_FALSE(reads_int4_layout(named, int4, 90, Int4Layout::stream_tiles));
+}
+
+TEST_CASE("stream-bf16=on: gemm=auto generates bf16 in the stage tiles on sm_90a, streams it to M = 64 and runs the wgmma tiles above; it reads rows too") {
+  using moe::kernels::Bf16Layout;
+  using moe::kernels::ExpertGemmKernels;
+  using moe::kernels::GemmFamily;
+  using moe::kernels::Int4Layout;
+  using moe::kernels::WeightFormat;
+  using moe::kernels::WeightLayouts;
+  moe::kernels::ForwardOptions o;
+  CHECK_FALSE(o.stream_bf16);  // off until its A/B on a GPU
+  const moe::kernels::MoeDims bf16 = dims(WeightFormat::bf16, 2048, 1408), int4 = int4_dims(2048, 1408);
+  CHECK_FALSE(moe::kernels::streams_bf16(o, bf16, 90));
+  o.stream_bf16 = true;
+  CHECK(moe::kernels::streams_bf16(o, bf16, 90));
+  CHECK(moe::kernels::bf16_layout(o, bf16, 90) == Bf16Layout::stream_tiles);
+  CHECK_FALSE(moe::kernels::streams_bf16(o, int4, 90));  // int4 has its own switch
+  const WeightLayouts tiled{Int4Layout::rows, Bf16Layout::stream_tiles};
+  for (int m = 1; m <= 4096; ++m) {
+    CAPTURE(m);
+    const bool decode_path = moe::kernels::takes_decode_path(moe::kernels::ForwardPath::automatic, o, bf16, m, 90);
+    const ExpertGemmKernels k = moe::kernels::expert_gemm_kernels(o, bf16, tiled, m, 90, decode_path);
+    CHECK(k == (m <= moe::kernels::kStreamAutoMaxTokensBf16 ? ExpertGemmKernels::stream : ExpertGemmKernels::wgmma_tiles));
+    // Weights in rows (an adapter's) take the rule for rows: never the stream family.
+    CHECK(moe::kernels::expert_gemm_kernels(o, bf16, WeightLayouts{}, m, 90, decode_path) != ExpertGemmKernels::stream);
+  }
+  // Elsewhere, for a scaled input, under tiles=wmma or for rows not cut into 32-k blocks: rows.
+  for (int sm : {80, 89, 100}) CHECK(moe::kernels::bf16_layout(o, bf16, sm) == Bf16Layout::rows);
+  moe::kernels::MoeDims scaled = bf16;
+  scaled.scale_input = true;
+  CHECK(moe::kernels::bf16_layout(o, scaled, 90) == Bf16Layout::rows);
+  CHECK(moe::kernels::bf16_layout(o, dims(WeightFormat::bf16, 96, 168), 90) == Bf16Layout::rows);
+  moe::kernels::ForwardOptions wmma = o;
+  wmma.tiles = moe::kernels::TensorCoreTiles::wmma;
+  CHECK(moe::kernels::bf16_layout(wmma, bf16, 90) == Bf16Layout::rows);
+  // What a forward accepts: automatic its own layout and rows; a named family only its own.
+  CHECK(moe::kernels::reads_bf16_layout(o, bf16, 90, Bf16Layout::stream_tiles));
+  CHECK(moe::kernels::reads_bf16_layout(o, bf16, 90, Bf16Layout::rows));
+  CHECK_FALSE(moe::kernels::reads_bf16_layout(o, bf16, 80, Bf16Layout::stream_tiles));  // no kernel reads it there
+  moe::kernels::ForwardOptions named = o;
+  named.gemm = GemmFamily::legacy;
+  CHECK_FALSE(moe::kernels::reads_bf16_layout(named, bf16, 90, Bf16Layout::stream_tiles));
+  named.gemm = GemmFamily::stream;
+  CHECK_FALSE(moe::kernels::reads_bf16_layout(named, bf16, 90, Bf16Layout::rows));
+  // The switch sets the field.
+  EngineOptions e;
+  e.assign("stream-bf16=on", "--switch");
+  CHECK(e.forward().stream_bf16);
+  CHECK(moe::kernels::bf16_layout(e.forward(), bf16, 90) == Bf16Layout::stream_tiles);
 }
 
 TEST_CASE("gemm=auto runs the mma family for bf16 at 8..16 tokens and for int4 in rows from the decode path's end to 64, on sm_80+") {
@@ -273,16 +322,23 @@ TEST_CASE("a layer preloads exactly the expert GEMM kernels its forward can run 
     for (WeightFormat f : {WeightFormat::bf16, WeightFormat::int4})
       for (bool scaled : {false, true})
         for (int sm : {75, 90})
+          for (bool stream_bf16 : {false, true})
           for (bool rows : {false, true}) {
             o.gemm = g;
+            o.stream_bf16 = stream_bf16;
             moe::kernels::MoeDims d = dims(f, 2048, 1408);
             d.scale_input = scaled;
-            const Int4Layout int4 = rows ? Int4Layout::rows : generated(o, d, sm);
-            if (!moe::kernels::reads_int4_layout(o, d, sm, int4)) continue;
+            const moe::kernels::WeightLayouts int4 =
+                rows ? moe::kernels::WeightLayouts{}
+                     : moe::kernels::WeightLayouts{generated(o, d, sm), moe::kernels::bf16_layout(o, d, sm)};
+            if (f == WeightFormat::int4 ? !moe::kernels::reads_int4_layout(o, d, sm, int4.int4)
+                                        : !moe::kernels::reads_bf16_layout(o, d, sm, int4.bf16))
+              continue;
             CAPTURE(static_cast<int>(g));
             CAPTURE(static_cast<int>(f));
             CAPTURE(scaled);
             CAPTURE(sm);
+            CAPTURE(stream_bf16);
             CAPTURE(rows);
             ExpertGemmFamilies seen;
             for (int m = 1; m <= 4096; ++m) {
@@ -297,8 +353,14 @@ TEST_CASE("a layer preloads exactly the expert GEMM kernels its forward can run 
             CHECK(expert_gemm_families(o, d, int4, sm) == seen);
           }
   o.gemm = GemmFamily::automatic;
+  o.stream_bf16 = false;
   CHECK(expert_gemm_families(o, dims(WeightFormat::bf16, 2048, 1408), Int4Layout::rows, 90) ==
         ExpertGemmFamilies{true, true, true, false});
+  o.stream_bf16 = true;  // bf16 in the stage tiles: the stream family, then the wgmma tiles
+  CHECK(expert_gemm_families(o, dims(WeightFormat::bf16, 2048, 1408),
+                             {Int4Layout::rows, moe::kernels::Bf16Layout::stream_tiles}, 90) ==
+        ExpertGemmFamilies{false, false, true, true});
+  o.stream_bf16 = false;
   CHECK(expert_gemm_families(o, int4_dims(2048, 1408), Int4Layout::stream_tiles, 90) ==
         ExpertGemmFamilies{false, false, true, true});
   CHECK(expert_gemm_families(o, int4_dims(2048, 1408), Int4Layout::rows, 90) == ExpertGemmFamilies{true, true, true, false});

@@ -2,10 +2,12 @@
 // expert_gemm_wgmma.cu runs): the copier's swizzled writes read back through the consumers'
 // descriptors, one warp group emulated computing a gate_up (SwiGLU) tile from a ring stage as
 // the copier fills it against the plain float64 product, the int4 consumers' dequantisation read
-// back through the descriptors (codes in rows or in the stream tiles), the weight rows behind a
-// tile, and the persistent tile walk covering every pair of every column tile exactly once.
+// back through the descriptors (codes in rows or in the stream tiles), the bf16 copies from the
+// stage tiles, the weight rows behind a tile, and the persistent tile walk covering every pair of
+// every column tile exactly once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "kernels/moe/bf16.hpp"
+#include "kernels/moe/bf16_stream_layout.hpp"
 #include "kernels/moe/int4_format.hpp"
 #include "kernels/moe/int4_mma_layout.hpp"
 #include "kernels/moe/int4_stream_layout.hpp"
@@ -310,6 +313,44 @@ TEST_CASE("int4 in the stream tiles: each row's 32-code copies and scales where 
         CHECK(bad_words == 0);
         CHECK(bad_scales == 0);
         CHECK(bad_values == 0);
+      }
+}
+
+TEST_CASE("bf16 in the stage tiles: each row's 8-value copies where the layout put them, every value read once") {
+  std::mt19937 rng(29);
+  for (int K : {2048, 2880, 160, 96})
+    for (int paired : {0, 1})
+      for (int rows : {32, 96}) {
+        CAPTURE(K);
+        CAPTURE(paired);
+        CAPTURE(rows);
+        const int up = paired ? rows / 2 : 0;  // gate_up: the first up row
+        std::vector<std::uint16_t> values(static_cast<std::size_t>(rows) * K);
+        for (auto& v : values) v = static_cast<std::uint16_t>(rng());
+        std::vector<std::uint16_t> tiles(values.size());
+        moe::kernels::bf16_stream_layout::relay_to_tiles(values.data(), rows, K, up, tiles.data());
+        std::vector<int> reads(tiles.size(), 0);
+        int bad = 0, misaligned = 0;
+        for (int row = 0; row < rows; ++row) {
+          const wt::Bf16TilePlace place(row, up, K);
+          // The copier's K blocks: chunk c of block kt is k = 64 kt + 8 c, past K not copied.
+          for (int kt = 0; kt * wt::kBlockK < K; ++kt)
+            for (int chunk = 0; chunk < wt::kChunks; ++chunk) {
+              const int k = kt * wt::kBlockK + chunk * 8;
+              if (k >= K) continue;
+              const std::size_t bytes = place.row_bytes + wt::Bf16TilePlace::k_bytes(k);
+              misaligned += bytes % 16 != 0;
+              for (int e = 0; e < 8; ++e) {
+                const std::size_t at = bytes / 2 + e;
+                REQUIRE(at < tiles.size());
+                ++reads[at];
+                bad += tiles[at] != values[static_cast<std::size_t>(row) * K + k + e];
+              }
+            }
+        }
+        CHECK(bad == 0);
+        CHECK(misaligned == 0);
+        CHECK(std::count(reads.begin(), reads.end(), 1) == static_cast<std::ptrdiff_t>(reads.size()));
       }
 }
 

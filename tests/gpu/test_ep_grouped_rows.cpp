@@ -124,7 +124,7 @@ struct Bank {
         }
         kernels::generate_expert_tensor(d, kind, seed, e, w, sc, stream,
                                         kernels::int4_layout(options, d, kernels::current_device_sm()),
-                                        kernels::bf16_layout(options));
+                                        kernels::bf16_layout(options, d, kernels::current_device_sm()));
         ptrs[2 * which].push_back(w);
         ptrs[2 * which + 1].push_back(sc);
       }
@@ -133,7 +133,7 @@ struct Bank {
     table.gate_up = gate_up.as<const void* const>();
     table.down = down.as<const void* const>();
     table.int4_layout = kernels::int4_layout(options, d, kernels::current_device_sm());
-    table.bf16_layout = kernels::bf16_layout(options);
+    table.bf16_layout = kernels::bf16_layout(options, d, kernels::current_device_sm());
     if (d.format == kernels::WeightFormat::int4) {
       gate_up_scales = upload(alloc, ptrs[1]);
       down_scales = upload(alloc, ptrs[3]);

@@ -127,7 +127,7 @@ struct TestLayer {
   TestLayer(const MoeDims& d, std::uint64_t s, cudaStream_t stream, const ForwardOptions& options = {})
       : dims(d), seed(s) {
     const Int4Layout int4_layout = moe::kernels::int4_layout(options, d, current_device_sm());
-    const Bf16Layout bf16_layout = moe::kernels::bf16_layout(options);
+    const Bf16Layout bf16_layout = moe::kernels::bf16_layout(options, d, current_device_sm());
     const int et = d.total_experts();
     std::vector<const void*> ptrs(4 * static_cast<std::size_t>(et), nullptr);
     for (int e = 0; e < et; ++e) {
@@ -962,7 +962,7 @@ TEST_CASE("stream expert GEMM on the model shapes: every M 1..64, both formats")
 // partial row tiles (65, 129), tiles of one and two warp groups' rows, several tiles an SM
 // (1024), skewed routing (one expert's many tiles), against the reference with the tensor-core
 // path's bounds; every stage checked. MOE_TEST_SHAPES picks among the tiny and model shapes.
-TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, both routings") {
+TEST_CASE("wgmma tiles on tiny and model shapes: both formats in each of their layouts, M = 65..1024, both routings") {
   moe::test::test_device();
   if (current_device_sm() != 90) {
     MESSAGE("tiles=wgmma needs sm_90a; skipped on sm_" << current_device_sm());
@@ -973,32 +973,36 @@ TEST_CASE("wgmma tiles on tiny and model shapes: both formats, M = 65..1024, bot
   for (const Shape& sh : model_shapes()) all.push_back(sh);
   for (const Shape& sh : shapes_from_env(all))
     for (WeightFormat fmt : moe::test::formats_from_env())
-      for (GemmFamily gemm : gemm_choices(fmt)) {  // int4: in the stream tiles (auto) and in rows (legacy)
-        MoeDims d = sh.dims;
-        d.format = fmt;
-        ForwardOptions o;
-        o.gemm = gemm;
-        o.tiles = TensorCoreTiles::wgmma;
-        const TestLayer layer(d, case_seed(), st.s, o);
-        REQUIRE(wgmma_tiles_run(d, o, layer.table.int4_layout, 1));
-        const std::string layout(fmt == WeightFormat::int4 ? to_string(layer.table.int4_layout) : "rows");
-        const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
-        for (DownRows rows : {DownRows::fp32, DownRows::bf16}) {  // down's rows as the combine reads them
-          o.down_rows = rows;
-          const std::string rows_name = rows == DownRows::bf16 ? "bf16" : "fp32";
-          double worst = 0;
-          for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
-            for (Routing r : {Routing::uniform, Routing::skewed}) {
-              INFO(case_name(sh.name, d, m, r, ForwardPath::tensor_core)
-                   << " tiles=wgmma, weights in " << layout << ", down rows " << rows_name);
-              const int cap = std::max(2, static_cast<int>(1e9 / per_token));
-              const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
-              worst = std::max(worst, s.layer_rel);
-            }
-          MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " tiles=wgmma, weights in " << layout
-                                         << ", down rows " << rows_name << ": worst layer rel L2 " << worst);
+      for (GemmFamily gemm : gemm_choices(fmt))  // int4: in the stream tiles (auto) and in rows (legacy)
+        for (bool stream_bf16 : {false, true}) {  // bf16: in rows and in the stage tiles (stream-bf16)
+          if (stream_bf16 && fmt != WeightFormat::bf16) continue;
+          MoeDims d = sh.dims;
+          d.format = fmt;
+          ForwardOptions o;
+          o.gemm = gemm;
+          o.tiles = TensorCoreTiles::wgmma;
+          o.stream_bf16 = stream_bf16;
+          const TestLayer layer(d, case_seed(), st.s, o);
+          REQUIRE(wgmma_tiles_run(d, o, layer.table.layouts(), 1));
+          const std::string layout(fmt == WeightFormat::int4 ? to_string(layer.table.int4_layout)
+                                                             : to_string(layer.table.bf16_layout));
+          const double per_token = double(d.top_k + d.shared) * 3.0 * d.hidden * d.inter;
+          for (DownRows rows : {DownRows::fp32, DownRows::bf16}) {  // down's rows as the combine reads them
+            o.down_rows = rows;
+            const std::string rows_name = rows == DownRows::bf16 ? "bf16" : "fp32";
+            double worst = 0;
+            for (int m : moe::test::ms_from_env("MOE_TEST_M", {65, 129, 256, 1024}))
+              for (Routing r : {Routing::uniform, Routing::skewed}) {
+                INFO(case_name(sh.name, d, m, r, ForwardPath::tensor_core)
+                     << " tiles=wgmma, weights in " << layout << ", down rows " << rows_name);
+                const int cap = std::max(2, static_cast<int>(1e9 / per_token));
+                const CaseStats s = check_forward(layer, m, r, ForwardPath::tensor_core, cap, st.s, m <= 256, o);
+                worst = std::max(worst, s.layer_rel);
+              }
+            MESSAGE(std::string(sh.name) << " " << std::string(to_string(fmt)) << " tiles=wgmma, weights in " << layout
+                                           << ", down rows " << rows_name << ": worst layer rel L2 " << worst);
+          }
         }
-      }
 }
 
 TEST_CASE("int4 generation in the mma layout and the stream tiles matches the row layout re-laid on the host") {
