@@ -36,6 +36,10 @@ LayerWeightsTables::LayerWeightsTables(const MoeWeights& weights) : weights_(wei
     throw Error(ExitCode::probe_error,
                 "weights for an engine adapter must be in the int4 row layout, these are in " +
                     std::string(kernels::to_string(weights.int4_layout())));
+  if (weights.dims().format == kernels::WeightFormat::bf16 && weights.bf16_layout() != kernels::Bf16Layout::rows)
+    throw Error(ExitCode::probe_error,
+                "weights for an engine adapter must be in the bf16 row layout, these are in " +
+                    std::string(kernels::to_string(weights.bf16_layout())));
   const bool int4 = weights.dims().format == kernels::WeightFormat::int4;
   for (int e = 0; e < weights.dims().total_experts(); ++e) {
     // Table order of MoeWeights::tensor_pointer: gate_up, gate_up_scales, down, down_scales.
