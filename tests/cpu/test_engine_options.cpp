@@ -323,35 +323,35 @@ TEST_CASE("a layer preloads exactly the expert GEMM kernels its forward can run 
       for (bool scaled : {false, true})
         for (int sm : {75, 90})
           for (bool stream_bf16 : {false, true})
-          for (bool rows : {false, true}) {
-            o.gemm = g;
-            o.stream_bf16 = stream_bf16;
-            moe::kernels::MoeDims d = dims(f, 2048, 1408);
-            d.scale_input = scaled;
-            const moe::kernels::WeightLayouts int4 =
-                rows ? moe::kernels::WeightLayouts{}
-                     : moe::kernels::WeightLayouts{generated(o, d, sm), moe::kernels::bf16_layout(o, d, sm)};
-            if (f == WeightFormat::int4 ? !moe::kernels::reads_int4_layout(o, d, sm, int4.int4)
-                                        : !moe::kernels::reads_bf16_layout(o, d, sm, int4.bf16))
-              continue;
-            CAPTURE(static_cast<int>(g));
-            CAPTURE(static_cast<int>(f));
-            CAPTURE(scaled);
-            CAPTURE(sm);
-            CAPTURE(stream_bf16);
-            CAPTURE(rows);
-            ExpertGemmFamilies seen;
-            for (int m = 1; m <= 4096; ++m) {
-              using moe::kernels::ExpertGemmKernels;
-              const bool decode_path = moe::kernels::takes_decode_path(moe::kernels::ForwardPath::automatic, o, d, m, sm);
-              const ExpertGemmKernels k = moe::kernels::expert_gemm_kernels(o, d, int4, m, sm, decode_path);
-              seen.stream |= k == ExpertGemmKernels::stream;
-              seen.mma |= k == ExpertGemmKernels::mma;
-              seen.decode |= k == ExpertGemmKernels::decode;
-              seen.tiles |= k == ExpertGemmKernels::wgmma_tiles || k == ExpertGemmKernels::wmma_tiles;
+            for (bool rows : {false, true}) {
+              o.gemm = g;
+              o.stream_bf16 = stream_bf16;
+              moe::kernels::MoeDims d = dims(f, 2048, 1408);
+              d.scale_input = scaled;
+              const moe::kernels::WeightLayouts layouts =
+                  rows ? moe::kernels::WeightLayouts{}
+                       : moe::kernels::WeightLayouts{generated(o, d, sm), moe::kernels::bf16_layout(o, d, sm)};
+              if (f == WeightFormat::int4 ? !moe::kernels::reads_int4_layout(o, d, sm, layouts.int4)
+                                          : !moe::kernels::reads_bf16_layout(o, d, sm, layouts.bf16))
+                continue;
+              CAPTURE(static_cast<int>(g));
+              CAPTURE(static_cast<int>(f));
+              CAPTURE(scaled);
+              CAPTURE(sm);
+              CAPTURE(stream_bf16);
+              CAPTURE(rows);
+              ExpertGemmFamilies seen;
+              for (int m = 1; m <= 4096; ++m) {
+                using moe::kernels::ExpertGemmKernels;
+                const bool decode_path = moe::kernels::takes_decode_path(moe::kernels::ForwardPath::automatic, o, d, m, sm);
+                const ExpertGemmKernels k = moe::kernels::expert_gemm_kernels(o, d, layouts, m, sm, decode_path);
+                seen.stream |= k == ExpertGemmKernels::stream;
+                seen.mma |= k == ExpertGemmKernels::mma;
+                seen.decode |= k == ExpertGemmKernels::decode;
+                seen.tiles |= k == ExpertGemmKernels::wgmma_tiles || k == ExpertGemmKernels::wmma_tiles;
+              }
+              CHECK(expert_gemm_families(o, d, layouts, sm) == seen);
             }
-            CHECK(expert_gemm_families(o, d, int4, sm) == seen);
-          }
   o.gemm = GemmFamily::automatic;
   o.stream_bf16 = false;
   CHECK(expert_gemm_families(o, dims(WeightFormat::bf16, 2048, 1408), Int4Layout::rows, 90) ==
