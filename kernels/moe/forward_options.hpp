@@ -152,7 +152,7 @@ constexpr Int4Layout int4_layout(const ForwardOptions& o, const MoeDims& d, int 
 
 // automatic on Hopper with stream_bf16 streams bf16 layers as it does int4: the stage tiles,
 // which the stream family reads up to kStreamAutoMaxTokensBf16 tokens (stream against auto,
-// H200: 1.05-1.4x faster from M = 2 to 32 on the four peer shapes, 2-13% slower at M = 1;
+// H200: 1.04-1.5x faster from M = 2 to 32 on the four peer shapes, 2-13% slower at M = 1;
 // docs/design/kernels.md) and the wgmma tiles above. Not for a routed expert's scaled input,
 // nor where tiles=wmma is named, nor for rows the stage tiles do not cut into 32-k blocks.
 constexpr int kStreamAutoMaxTokensBf16 = 64;
