@@ -165,8 +165,9 @@ void ep_step_body(ep::EpWorker& w) {
               const auto t0 = std::chrono::steady_clock::now();
               layer.enqueue_step(true);
               host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-              enqueue_waits += w.comm().enqueue_waits().count - before.count;
-              enqueue_wait_us += w.comm().enqueue_waits().us - before.us;
+              const ep::Communicator::EnqueueWaits after = w.comm().enqueue_waits();
+              enqueue_waits += after.count - before.count;
+              enqueue_wait_us += after.us - before.us;
               const ep::StepTimes t = layer.finish("a timed step");
               kernel_times();
               route.push_back(t.route_us);
